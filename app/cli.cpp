@@ -1,0 +1,292 @@
+#include "app/cli.h"
+
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "common/digest.h"
+#include "common/errors.h"
+
+namespace tp {
+namespace {
+
+const char* const kSubcommands = "train, report";
+
+po::options_description registry() {
+  po::options_description general("General");
+  general.add_options()
+      ("help,h", "show this help and exit")
+      ("version", "print the version and exit")
+      ("scenario", po::value<std::string>()->value_name("FILE"),
+       "INI file of options ([section] name = value); the command line wins over it")
+      ("report", po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
+       "where rank 0 writes the JSON report")
+      ("log.level", po::value<std::string>()->default_value("info"),
+       "trace, debug, info, warn, error");
+
+  po::options_description model("Model (decides the state; part of the scenario hash)");
+  model.add_options()
+      ("model.layers", po::value<int64_t>()->default_value(4), "square linear layers")
+      ("model.hidden", po::value<int64_t>()->default_value(256), "layer width")
+      ("model.params", po::value<int64_t>()->default_value(0),
+       "parameter budget; when > 0 the width is derived from it (give this or model.hidden)")
+      ("model.seq", po::value<int64_t>()->default_value(64), "tokens per sample")
+      ("model.batch", po::value<int64_t>()->default_value(32),
+       "GLOBAL batch in samples, split over the ranks")
+      ("model.dtype", po::value<std::string>()->default_value("fp32"),
+       "element type: fp32 (the CPU backend computes fp32 only)");
+
+  po::options_description train("Training");
+  train.add_options()
+      ("train.steps", po::value<int64_t>()->default_value(50), "steps to run")
+      ("train.warmup_steps", po::value<int64_t>()->default_value(5),
+       "first steps left out of every statistic")
+      ("train.seed", po::value<uint64_t>()->default_value(1234), "seed of init and synthetic data")
+      ("train.optimizer", po::value<std::string>()->default_value("sgd-momentum"),
+       "sgd-momentum or adam")
+      ("train.lr", po::value<double>()->default_value(0.01), "learning rate")
+      ("train.momentum", po::value<double>()->default_value(0.9), "sgd-momentum coefficient")
+      ("train.adam_beta1", po::value<double>()->default_value(0.9), "adam first-moment decay")
+      ("train.adam_beta2", po::value<double>()->default_value(0.999), "adam second-moment decay")
+      ("train.adam_eps", po::value<double>()->default_value(1e-8), "adam epsilon")
+      ("train.log_every", po::value<int64_t>()->default_value(0),
+       "progress line every N steps on rank 0; 0 means about ten per run");
+
+  po::options_description compute("Compute");
+  compute.add_options()
+      ("compute.backend", po::value<std::string>()->default_value("auto"),
+       "cpu (OpenBLAS, one thread per rank), cuda, or auto (cuda when usable, else cpu)");
+
+  po::options_description comm("Communication");
+  comm.add_options()
+      ("comm.backend", po::value<std::string>()->default_value("auto"),
+       "mpi (MPI_Allreduce on host buffers), nccl, or auto (nccl when usable, else mpi)")
+      ("comm.bucket_mb", po::value<double>()->default_value(25.0),
+       "gradient bucket size in MiB; a bucket is reduced as soon as its layers are done")
+      ("comm.overlap", po::value<bool>()->default_value(true),
+       "true: non-blocking reductions overlap the remaining backward; false: blocking after it");
+
+  po::options_description faults("Faults");
+  faults.add_options()("fault", po::value<std::vector<std::string>>()->value_name("SPEC"),
+                       fault_help().c_str());
+
+  po::options_description test("Testing hooks (for the test suite; never in a real run)");
+  test.add_options()
+      ("test.perturb_state_rank", po::value<int>()->default_value(-1),
+       "flip one parameter bit on this rank before the final digest")
+      ("test.corrupt_collective_rank", po::value<int>()->default_value(-1),
+       "falsify this rank's result in the collective self-check")
+      ("test.clock_offset_rank", po::value<int>()->default_value(-1),
+       "skew this rank's raw clock by test.clock_offset_s")
+      ("test.clock_offset_s", po::value<double>()->default_value(0.0), "the skew, in seconds")
+      ("test.skip_clock_alignment", po::value<bool>()->default_value(false),
+       "leave clocks unaligned (the negative control of the alignment)")
+      ("test.split_hosts", po::value<int>()->default_value(0),
+       "pretend the ranks are spread evenly over this many hosts");
+
+  po::options_description all;
+  all.add(general).add(model).add(train).add(compute).add(comm).add(faults).add(test);
+  return all;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("--scenario: cannot open '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int64_t positive(const po::variables_map& vm, const char* name) {
+  const int64_t value = vm[name].as<int64_t>();
+  if (value <= 0)
+    throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
+  return value;
+}
+
+int fits_int(int64_t value, const char* name) {
+  if (value > int64_t(1) << 30)
+    throw UsageError(std::string(name) + "=" + std::to_string(value) + " is too large");
+  return static_cast<int>(value);
+}
+
+double in_range(const po::variables_map& vm, const char* name, double low, double high,
+                bool low_open) {
+  const double value = vm[name].as<double>();
+  if (!(value >= low && value <= high) || (low_open && value == low))
+    throw UsageError(std::string(name) + "=" + std::to_string(value) + " is out of range " +
+                     (low_open ? "(" : "[") + std::to_string(low) + ", " + std::to_string(high) +
+                     "]");
+  return value;
+}
+
+std::string one_of(const po::variables_map& vm, const char* name,
+                   std::initializer_list<const char*> allowed) {
+  const std::string value = vm[name].as<std::string>();
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return value;
+    list += list.empty() ? a : std::string(", ") + a;
+  }
+  throw UsageError(std::string(name) + "='" + value + "' is not one of: " + list);
+}
+
+}  // namespace
+
+Invocation parse_invocation(int argc, const char* const argv[]) {
+  Invocation inv;
+  for (int i = 0; i < argc; ++i) inv.argv.emplace_back(argv[i]);
+  int first = 1;
+  if (argc > 1 && argv[1][0] != '-') {
+    inv.subcommand = argv[1];
+    if (inv.subcommand != "train" && inv.subcommand != "report")
+      throw UsageError("unknown subcommand '" + inv.subcommand + "' (known: " + kSubcommands + ")");
+    first = 2;
+  }
+
+  const po::options_description options = registry();
+  po::options_description cli;
+  cli.add(options).add_options()("operand", po::value<std::vector<std::string>>());
+  po::positional_options_description operands;
+  operands.add("operand", -1);
+  try {
+    po::store(po::command_line_parser(argc - first + 1, argv + first - 1)
+                  .options(cli)
+                  .positional(operands)
+                  .run(),
+              inv.options);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("command line: ") + e.what());
+  }
+  if (inv.options.count("operand"))
+    inv.positional = inv.options["operand"].as<std::vector<std::string>>();
+  inv.help = inv.options.count("help") > 0;
+  inv.version = inv.options.count("version") > 0;
+  if (inv.help || inv.version) return inv;
+  if (inv.subcommand.empty())
+    throw UsageError(std::string("no subcommand given (known: ") + kSubcommands +
+                     "); see trainproof --help");
+  if (inv.subcommand == "train" && !inv.positional.empty())
+    throw UsageError("train takes no operands, got '" + inv.positional.front() + "'");
+
+  if (inv.options.count("scenario")) {
+    inv.scenario_path = inv.options["scenario"].as<std::string>();
+    inv.scenario_text = read_file(inv.scenario_path);
+    std::istringstream text(inv.scenario_text);
+    try {
+      // store() keeps values already present, so the command line (stored first) wins.
+      po::store(po::parse_config_file(text, options, /*allow_unregistered=*/false), inv.options);
+    } catch (const po::error& e) {
+      throw UsageError("scenario file '" + inv.scenario_path + "': " + e.what());
+    }
+  }
+  po::notify(inv.options);
+  return inv;
+}
+
+std::string help_text(const std::string& subcommand) {
+  std::ostringstream out;
+  if (subcommand.empty()) {
+    out << "trainproof: prove that a cluster can train.\n\n"
+           "usage: trainproof SUBCOMMAND [options]\n"
+           "  train    run synthetic data-parallel training steps with real collectives, time\n"
+           "           data, compute and communication on every rank, and write a JSON report\n"
+           "  report   print the summary of an existing JSON report: trainproof report FILE\n\n"
+           "Launch train with mpirun or srun, one rank per device or core set. Every option can\n"
+           "also be set in a scenario file: [train] steps = 100 is --train.steps=100.\n"
+           "Exit codes: 0 PASS or WARN, 1 FAIL, 2 bad usage or input, 3 runtime error.\n";
+  } else if (subcommand == "train") {
+    out << "usage: mpirun -np N trainproof train [--scenario FILE] [options]\n"
+           "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
+  } else {
+    out << "usage: trainproof report FILE\n"
+           "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 FAIL).\n"
+           "All options are accepted, so a whole scenario file can be passed.\n";
+  }
+  out << '\n' << registry();
+  return out.str();
+}
+
+TrainConfig train_config_from(const po::variables_map& vm) {
+  TrainConfig c;
+  c.model.layers = fits_int(positive(vm, "model.layers"), "model.layers");
+  c.model.seq = fits_int(positive(vm, "model.seq"), "model.seq");
+  c.model.global_batch = positive(vm, "model.batch");
+  const int64_t params = vm["model.params"].as<int64_t>();
+  if (params < 0) throw UsageError("model.params must be positive, got " + std::to_string(params));
+  if (params > 0) {
+    if (!vm["model.hidden"].defaulted())
+      throw UsageError("give model.params or model.hidden, not both");
+    const int hidden = hidden_for_parameters(params, c.model.layers);
+    if (hidden < 1)
+      throw UsageError("model.params=" + std::to_string(params) + " is too small for model.layers=" +
+                       std::to_string(c.model.layers));
+    c.model.hidden = hidden;
+  } else {
+    c.model.hidden = fits_int(positive(vm, "model.hidden"), "model.hidden");
+  }
+  c.dtype = one_of(vm, "model.dtype", {"fp32", "bf16", "fp16"});
+
+  c.steps = positive(vm, "train.steps");
+  c.warmup_steps = vm["train.warmup_steps"].as<int64_t>();
+  if (c.warmup_steps < 0 || c.warmup_steps >= c.steps)
+    throw UsageError("train.warmup_steps=" + std::to_string(c.warmup_steps) +
+                     " must be >= 0 and less than train.steps=" + std::to_string(c.steps));
+  c.seed = vm["train.seed"].as<uint64_t>();
+  const std::string optimizer = one_of(vm, "train.optimizer", {"sgd-momentum", "adam"});
+  c.optimizer.kind = optimizer == "adam" ? OptimizerKind::adam : OptimizerKind::sgd_momentum;
+  c.optimizer.lr = float(in_range(vm, "train.lr", 0.0, 1e3, true));
+  c.optimizer.momentum = float(in_range(vm, "train.momentum", 0.0, 1.0, false));
+  c.optimizer.beta1 = float(in_range(vm, "train.adam_beta1", 0.0, 1.0, false));
+  c.optimizer.beta2 = float(in_range(vm, "train.adam_beta2", 0.0, 1.0, false));
+  c.optimizer.eps = float(in_range(vm, "train.adam_eps", 0.0, 1.0, true));
+  c.log_every = vm["train.log_every"].as<int64_t>();
+  if (c.log_every < 0) throw UsageError("train.log_every must be >= 0");
+
+  c.compute_backend = one_of(vm, "compute.backend", {"auto", "cpu", "cuda"});
+  c.comm_backend = one_of(vm, "comm.backend", {"auto", "mpi", "nccl"});
+  c.bucket_mb = in_range(vm, "comm.bucket_mb", 0.0, 1e6, true);
+  c.overlap = vm["comm.overlap"].as<bool>();
+  if (vm.count("fault")) c.faults = parse_faults(vm["fault"].as<std::vector<std::string>>());
+
+  c.test.perturb_state_rank = vm["test.perturb_state_rank"].as<int>();
+  c.test.corrupt_collective_rank = vm["test.corrupt_collective_rank"].as<int>();
+  c.test.clock_offset_rank = vm["test.clock_offset_rank"].as<int>();
+  c.test.clock_offset_s = vm["test.clock_offset_s"].as<double>();
+  c.test.skip_clock_alignment = vm["test.skip_clock_alignment"].as<bool>();
+  c.test.split_hosts = vm["test.split_hosts"].as<int>();
+  if (c.test.split_hosts < 0) throw UsageError("test.split_hosts must be >= 0");
+  return c;
+}
+
+std::string scenario_hash(const TrainConfig& c) {
+  std::ostringstream canonical;
+  canonical << std::setprecision(9) << "model.layers=" << c.model.layers << ";model.hidden=" << c.model.hidden
+            << ";model.seq=" << c.model.seq << ";model.batch=" << c.model.global_batch
+            << ";model.dtype=" << c.dtype << ";train.seed=" << c.seed
+            << ";train.optimizer=" << int(c.optimizer.kind) << ";lr=" << c.optimizer.lr
+            << ";momentum=" << c.optimizer.momentum << ";beta1=" << c.optimizer.beta1
+            << ";beta2=" << c.optimizer.beta2 << ";eps=" << c.optimizer.eps
+            << ";data=synthetic-philox4x32-10";
+  const std::string text = canonical.str();
+  return digest_of(text.data(), text.size()).hex();
+}
+
+nlohmann::json effective_options(const po::variables_map& vm) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, entry] : vm) {
+    if (name == "operand") continue;
+    const boost::any& v = entry.value();
+    if (auto p = boost::any_cast<int64_t>(&v)) out[name] = *p;
+    else if (auto p = boost::any_cast<uint64_t>(&v)) out[name] = *p;
+    else if (auto p = boost::any_cast<int>(&v)) out[name] = *p;
+    else if (auto p = boost::any_cast<double>(&v)) out[name] = *p;
+    else if (auto p = boost::any_cast<bool>(&v)) out[name] = *p;
+    else if (auto p = boost::any_cast<std::string>(&v)) out[name] = *p;
+    else if (auto p = boost::any_cast<std::vector<std::string>>(&v)) out[name] = *p;
+    else out[name] = nullptr;
+  }
+  return out;
+}
+
+}  // namespace tp

@@ -1,0 +1,37 @@
+#pragma once
+// Command line and scenario files. One option registry serves every subcommand, so a whole
+// scenario file is accepted everywhere and an unknown option name is always an error.
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "train/train_config.h"
+
+namespace tp {
+
+namespace po = boost::program_options;
+
+struct Invocation {
+  std::string subcommand;  // "train", "report", or empty for top-level --help/--version
+  bool help = false;
+  bool version = false;
+  po::variables_map options;
+  std::vector<std::string> positional;  // operands after the subcommand (report FILE)
+  std::vector<std::string> argv;
+  std::string scenario_path;
+  std::string scenario_text;
+};
+
+// Throws UsageError naming the option, file or value at fault.
+Invocation parse_invocation(int argc, const char* const argv[]);
+std::string help_text(const std::string& subcommand);
+
+TrainConfig train_config_from(const po::variables_map& options);
+
+// xxh3-128 over exactly the options that decide the training state (DESIGN.md "Scenario hash").
+std::string scenario_hash(const TrainConfig& config);
+// Every option with its effective value, for the report context.
+nlohmann::json effective_options(const po::variables_map& options);
+
+}  // namespace tp

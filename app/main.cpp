@@ -1,0 +1,43 @@
+// trainproof: prove that a cluster can train. See README.md and docs/architecture.md.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "app/build_info.h"
+#include "app/cli.h"
+#include "app/train_command.h"
+#include "common/errors.h"
+
+namespace {
+
+// Before MPI is up the rank is unknown; launchers export it, and only rank 0 should print a
+// usage error that every rank detects identically.
+bool is_launch_rank_zero() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* value = std::getenv(name);
+    if (value) return std::string(value) == "0";
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const tp::Invocation inv = tp::parse_invocation(argc, argv);
+    if (inv.version) {
+      std::cout << "trainproof " << tp::build::kVersion << " (" << tp::build::kGitRevision << ")\n";
+      return tp::kExitPass;
+    }
+    if (inv.help) {
+      std::cout << tp::help_text(inv.subcommand);
+      return tp::kExitPass;
+    }
+    if (inv.subcommand == "report") return tp::run_report(inv);
+    return tp::run_train(inv);
+  } catch (const tp::UsageError& e) {
+    if (is_launch_rank_zero()) std::fprintf(stderr, "trainproof: error: %s\n", e.what());
+    return tp::kExitUsage;
+  }
+}

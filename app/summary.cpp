@@ -1,0 +1,111 @@
+#include "app/summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+
+std::string format(const char* fmt, auto... args) {
+  char text[512];
+  std::snprintf(text, sizeof text, fmt, args...);
+  return text;
+}
+
+std::string si(double value, const char* unit) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
+  int p = 0;
+  while (value >= 1000.0 && p < 5) {
+    value /= 1000.0;
+    ++p;
+  }
+  return format("%.3g %s%s", value, prefixes[p], unit);
+}
+
+}  // namespace
+
+std::string render_summary(const json& report, size_t slowest_ranks_shown) {
+  const json& ctx = report.at("context");
+  const json& train = report.at("train");
+  const json& model = train.at("model");
+  std::string out;
+  out += format("trainproof %s: %d ranks on %zu hosts, %lld steps (%lld warm-up), compute %s, "
+                "comm %s%s\n",
+                ctx.at("tool").at("version").get<std::string>().c_str(),
+                ctx.at("world_size").get<int>(), ctx.at("hosts").size(),
+                train.at("steps_run").get<long long>(), train.at("warmup_steps").get<long long>(),
+                ctx.at("backends").at("compute").get<std::string>().c_str(),
+                ctx.at("backends").at("comm").get<std::string>().c_str(),
+                train.at("timing").at("overlap").get<bool>() ? " (overlapped)" : " (blocking)");
+  out += format("model: %d layers x %d hidden, seq %d, global batch %lld, %s parameters\n\n",
+                model.at("layers").get<int>(), model.at("hidden").get<int>(),
+                model.at("seq").get<int>(), model.at("global_batch").get<long long>(),
+                si(model.at("parameters").get<double>(), "").c_str());
+
+  out += format("%-14s %10s %10s %10s %10s %10s\n", "phase (ms)", "min", "p50", "p99", "max", "mean");
+  for (const char* phase : {"data", "compute", "comm", "comm_exposed", "optimizer", "checkpoint", "step"}) {
+    const json& s = train.at("phases").at(phase);
+    out += format("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", phase, s.at("min").get<double>() * 1e3,
+                  s.at("p50").get<double>() * 1e3, s.at("p99").get<double>() * 1e3,
+                  s.at("max").get<double>() * 1e3, s.at("mean").get<double>() * 1e3);
+  }
+  const json& skew = train.at("arrival_skew");
+  out += format("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", "arrival_skew",
+                skew.at("min").get<double>() * 1e3, skew.at("p50").get<double>() * 1e3,
+                skew.at("p99").get<double>() * 1e3, skew.at("max").get<double>() * 1e3,
+                skew.at("mean").get<double>() * 1e3);
+  out += format("\nAU %.3f | %s samples/s | %s tokens/s | achieved %s (%.0f%% of the GEMM-alone "
+                "rate %s)\n",
+                train.at("au").get<double>(), si(train.at("samples_per_s").get<double>(), "").c_str(),
+                si(train.at("tokens_per_s").get<double>(), "").c_str(),
+                si(train.at("achieved_flops").get<double>(), "FLOP/s").c_str(),
+                100.0 * train.at("achieved_vs_gemm_rate").get<double>(),
+                si(train.at("gemm_rate_flops").get<double>(), "FLOP/s").c_str());
+
+  std::vector<json> ranks(report.at("ranks").begin(), report.at("ranks").end());
+  std::stable_sort(ranks.begin(), ranks.end(), [](const json& a, const json& b) {
+    return a.at("straggler_score").get<double>() < b.at("straggler_score").get<double>();
+  });
+  out += format("\nslowest ranks %-20s %12s %12s %10s %12s\n", "(host)", "compute p50", "step p50",
+                "score", "skew p50");
+  for (size_t i = 0; i < std::min(slowest_ranks_shown, ranks.size()); ++i) {
+    const json& r = ranks[i];
+    out += format("  rank %-5d %-22s %9.3f ms %9.3f ms %10.2f %9.3f ms%s\n", r.at("rank").get<int>(),
+                  r.at("host").get<std::string>().c_str(), r.at("p50").at("compute").get<double>() * 1e3,
+                  r.at("p50").at("step").get<double>() * 1e3, r.at("straggler_score").get<double>(),
+                  r.at("arrival_skew").at("p50").get<double>() * 1e3,
+                  r.at("flagged").get<bool>() ? "  FLAGGED" : "");
+  }
+
+  out += "\nflagged nodes:";
+  bool any = false;
+  for (const json& n : report.at("nodes")) {
+    if (!n.at("flagged").get<bool>()) continue;
+    any = true;
+    out += "\n  " + n.at("host").get<std::string>() + ":";
+    for (const json& reason : n.at("reasons")) out += "\n    - " + reason.get<std::string>();
+  }
+  out += any ? "\n" : " none\n";
+
+  if (!ctx.at("warnings").empty()) {
+    out += "\ntiming warnings:\n";
+    for (const json& w : ctx.at("warnings")) out += "  - " + w.get<std::string>() + "\n";
+  }
+
+  out += "\nchecks:\n";
+  for (const json& c : report.at("gate").at("checks")) {
+    std::string status = c.at("status").get<std::string>();
+    std::transform(status.begin(), status.end(), status.begin(), ::toupper);
+    out += format("  %-5s %-24s %s\n", status.c_str(), c.at("name").get<std::string>().c_str(),
+                  c.at("reason").get<std::string>().c_str());
+  }
+  out += "\nfinal digest: " + train.at("final_digest").get<std::string>() + "\n";
+  out += "verdict: " + report.at("verdict").get<std::string>() + "\n";
+  return out;
+}
+
+}  // namespace tp

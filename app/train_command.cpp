@@ -1,0 +1,285 @@
+#include "app/train_command.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "app/build_info.h"
+#include "app/context.h"
+#include "app/report.h"
+#include "app/summary.h"
+#include "checkpoint/hdf5_info.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/sysinfo.h"
+#include "kernels/cpu_backend.h"
+#include "mpi/check.h"
+#include "mpi/clock_sync.h"
+#include "mpi/collective_check.h"
+#include "mpi/world.h"
+#include "train/step_loop.h"
+
+namespace tp {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Backends {
+  std::unique_ptr<ComputeBackend> compute;
+  std::unique_ptr<Collective> comm;
+  std::vector<std::string> notes;
+};
+
+// The GPU backend is a run-time-loaded library that this build does not contain yet: an explicit
+// request is bad input (nothing ran), `auto` falls back to the CPU path with a note.
+Backends select_backends(const TrainConfig& cfg, const World& world) {
+  Backends b;
+  if (cfg.compute_backend == "cuda")
+    throw UsageError("compute.backend=cuda: this trainproof build has no GPU backend; use cpu or auto");
+  if (cfg.comm_backend == "nccl")
+    throw UsageError("comm.backend=nccl: this trainproof build has no GPU backend; use mpi or auto");
+  if (cfg.compute_backend == "auto") b.notes.push_back("compute.backend=auto chose cpu: no GPU backend in this build");
+  if (cfg.comm_backend == "auto") b.notes.push_back("comm.backend=auto chose mpi: no GPU backend in this build");
+  if (cfg.dtype != "fp32")
+    throw UsageError("model.dtype=" + cfg.dtype + " needs compute.backend=cuda; the cpu backend computes fp32");
+  b.compute = make_cpu_backend();
+  b.comm = make_mpi_collective(world);
+  return b;
+}
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", double(bytes) / double(1ull << 30));
+  return text;
+}
+
+// Refuses, on every rank alike, a model whose ranks would not fit in their host's available memory.
+void check_memory(const World& world, const ComputeBackend& backend, const BackendConfig& bc,
+                  const TrainConfig& cfg) {
+  // Batch staging (inputs and targets) lives outside the backend.
+  const uint64_t per_rank = backend.bytes_needed(bc) +
+                            2 * sizeof(float) * uint64_t(bc.local_samples) * bc.seq * bc.hidden;
+  const uint64_t needed = per_rank * uint64_t(world.local_size);
+  const auto available = memory_available_bytes();
+  std::string problem;
+  if (available && double(needed) > 0.9 * double(*available))
+    problem = "model too large for memory on host " + world.host + ": " +
+              std::to_string(world.local_size) + " ranks x " + gib(per_rank) + " = " + gib(needed) +
+              " needed, " + gib(*available) + " available (model.layers=" +
+              std::to_string(cfg.model.layers) + ", model.hidden=" + std::to_string(cfg.model.hidden) +
+              ", model.seq=" + std::to_string(cfg.model.seq) + ", model.batch=" +
+              std::to_string(cfg.model.global_batch) + ")";
+  const auto problems = gather_strings_at_root(world, problem);
+  int any = problem.empty() ? 0 : 1;
+  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, world.comm));
+  if (!any) return;
+  std::string first;
+  for (const auto& p : problems)
+    if (first.empty()) first = p;
+  throw UsageError(first.empty() ? "model too large for memory on another host" : first);
+}
+
+void check_report_path(const std::string& path) {
+  const fs::path parent = fs::absolute(path).parent_path();
+  if (!fs::is_directory(parent))
+    throw UsageError("--report " + path + ": directory '" + parent.string() + "' does not exist");
+  if (access(parent.c_str(), W_OK) != 0)
+    throw UsageError("--report " + path + ": directory '" + parent.string() + "' is not writable");
+}
+
+void write_report(const std::string& path, const json& report) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << report.dump(2) << '\n';
+    if (!out) throw RuntimeError("cannot write report '" + tmp + "' on " + identity());
+  }
+  fs::rename(tmp, path);
+}
+
+std::string pretend_host(const World& probe, int split_hosts, int size, int rank) {
+  if (split_hosts <= 0) return "";
+  const int group = int(int64_t(rank) * std::min(split_hosts, size) / size);
+  return probe.host + "-vnode" + std::to_string(group);
+}
+
+json build_context(const Invocation& inv, const TrainConfig& cfg, const World& world,
+                   const std::string& start_time, const std::vector<std::string>& notes,
+                   const std::string& compute, const std::string& comm, int64_t measured_steps) {
+  json ctx;
+  ctx["tool"] = {{"name", "trainproof"}, {"version", build::kVersion},
+                 {"git_revision", build::kGitRevision}};
+  ctx["build"] = {{"type", build::kBuildType}, {"sanitizers", build::kSanitizers},
+                  {"gpu_toolchain_found", build::kGpuToolchainFound}, {"gpu_backend_built", false}};
+  ctx["start_time"] = start_time;
+  ctx["end_time"] = utc_timestamp();
+  ctx["command_line"] = inv.argv;
+  ctx["scenario_file"] = inv.scenario_path.empty() ? json(nullptr) : json(inv.scenario_path);
+  ctx["scenario_text"] = inv.scenario_text.empty() ? json(nullptr) : json(inv.scenario_text);
+  ctx["scenario_hash"] = scenario_hash(cfg);
+  ctx["options"] = effective_options(inv.options);
+  ctx["world_size"] = world.size;
+  ctx["hosts"] = world.hosts;
+  json per_host = json::object();
+  int busiest = 0;
+  for (const auto& h : world.hosts) {
+    per_host[h] = world.ranks_on(h);
+    busiest = std::max(busiest, world.ranks_on(h));
+  }
+  ctx["ranks_per_host"] = per_host;
+  ctx["versions"] = {{"mpi", mpi_library_version()}, {"nccl", nullptr}, {"cuda", nullptr},
+                     {"driver", nullptr}, {"hdf5", hdf5_version()},
+                     {"openblas", openblas_version()}};
+  ctx["gpus"] = json::array();
+  ctx["nvidia_smi_topo"] = nvidia_smi_topology();
+  ctx["environment"] = launcher_environment(process_environment());
+  ctx["checkpoint_filesystem"] = nullptr;
+  ctx["backends"] = {{"compute", compute}, {"comm", comm},
+                     {"compute_requested", cfg.compute_backend},
+                     {"comm_requested", cfg.comm_backend}, {"notes", notes}};
+  ctx["warnings"] = timing_warnings({busiest, online_cpus(), cpu_governor(), build::kBuildType,
+                                     build::kSanitizers, measured_steps});
+  return ctx;
+}
+
+int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& world) {
+  TrainConfig cfg = cfg_in;
+  const std::string start_time = utc_timestamp();
+  if (world.rank == 0) check_report_path(inv.options["report"].as<std::string>());
+  validate_faults(cfg.faults, world.size, cfg.steps);
+  if (cfg.model.global_batch < world.size)
+    throw UsageError("model.batch=" + std::to_string(cfg.model.global_batch) +
+                     " is smaller than the world size " + std::to_string(world.size) +
+                     ": every rank needs at least one sample");
+  Backends backends = select_backends(cfg, world);
+
+  const BatchShare share = batch_share(cfg.model.global_batch, world.size, world.rank);
+  BackendConfig bc{cfg.model.layers, cfg.model.hidden, cfg.model.seq, cfg.model.global_batch,
+                   share.samples, cfg.seed, cfg.optimizer};
+  check_memory(world, *backends.compute, bc, cfg);
+  backends.compute->initialize(bc);
+
+  AlignedClock clock(cfg.test.clock_offset_rank == world.rank ? cfg.test.clock_offset_s : 0.0);
+  if (!cfg.test.skip_clock_alignment) clock.align(world.comm);
+
+  const size_t check_floats = std::min<size_t>(size_t(cfg.bucket_mb * 262144.0), size_t(1) << 20);
+  const CollectiveCheck collective =
+      check_allreduce(*backends.comm, world, std::max<size_t>(check_floats, 1024),
+                      cfg.test.corrupt_collective_rank);
+  if (collective.wrong_elements > 0)
+    spdlog::error("collective self-check: {} wrong elements, first on rank {}",
+                  collective.wrong_elements, collective.first_wrong_rank);
+  const double gemm_rate = backends.compute->measure_gemm_rate(0.2);
+  if (world.rank == 0)
+    spdlog::info("{} ranks on {} hosts; model {} layers x {} hidden, seq {}, global batch {}; "
+                 "compute {}, comm {} ({})",
+                 world.size, world.hosts.size(), cfg.model.layers, cfg.model.hidden, cfg.model.seq,
+                 cfg.model.global_batch, backends.compute->name(), backends.comm->name(),
+                 cfg.overlap ? "overlapped" : "blocking");
+  mpiCheck(MPI_Barrier(world.comm));
+
+  SyntheticBatchSource source(cfg.model, share, cfg.seed);
+  FaultInjector faults(cfg.faults, world.rank);
+  StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, source, faults, clock);
+  const TrainResult result = loop.run();
+
+  // Rank 0 gathers every rank's timings, digest and facts.
+  const std::vector<double> all_timings = gather_at_root(world, flatten(result.measured));
+  const std::vector<double> all_rates = gather_at_root(world, {gemm_rate, double(world.local_rank)});
+  const auto digests = gather_strings_at_root(world, result.digest.hex());
+  const auto affinities = gather_strings_at_root(world, cpu_affinity_list());
+  const auto numa = gather_strings_at_root(world, numa_nodes_of(cpu_affinity()));
+  const auto devices = gather_strings_at_root(world, backends.compute->device());
+
+  int exit_code = kExitPass;
+  if (world.rank == 0) {
+    RunRecord run;
+    run.config = cfg;
+    run.steps_run = result.steps_run;
+    run.collective = collective;
+    run.comm_timing_method = backends.comm->timing_method(cfg.overlap);
+    run.digests = digests;
+    const size_t steps = result.measured.size();
+    for (int r = 0; r < world.size; ++r) {
+      run.ranks.push_back({r, world.host_of_rank[r], int(all_rates[2 * r + 1]), devices[r],
+                           affinities[r], numa[r], all_rates[2 * r]});
+      run.timings.push_back(unflatten(&all_timings[size_t(r) * steps * kStepTimingFields], steps));
+    }
+    run.context = build_context(inv, cfg, world, start_time, backends.notes,
+                                backends.compute->name(), backends.comm->name(), int64_t(steps));
+    const json report = build_report(run);
+    const std::string path = inv.options["report"].as<std::string>();
+    write_report(path, report);
+    std::cout << '\n' << render_summary(report) << "report: " << fs::absolute(path).string() << '\n'
+              << std::flush;
+    exit_code = exit_code_for(report["verdict"]);
+  }
+  mpiCheck(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.comm));
+  return exit_code;
+}
+
+}  // namespace
+
+int run_train(const Invocation& inv) {
+  const TrainConfig cfg = train_config_from(inv.options);  // usage errors before MPI starts
+  int provided = 0;
+  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "trainproof: MPI_Init_thread failed on host %s\n", host_name().c_str());
+    return kExitRuntime;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0;
+  try {
+    int size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    World probe;
+    probe.host = host_name();
+    World world = make_world(pretend_host(probe, cfg.test.split_hosts, size, rank));
+    init_logging(world.rank, world.host, inv.options["log.level"].as<std::string>());
+    set_identity(world.rank, world.host);
+    int code = kExitRuntime;
+    try {
+      code = train_on_world(inv, cfg, world);
+    } catch (const UsageError& e) {
+      if (world.rank == 0) std::fprintf(stderr, "trainproof: error: %s\n", e.what());
+      code = kExitUsage;
+    }
+    free_world(world);
+    MPI_Finalize();
+    return code;
+  } catch (const std::exception& e) {
+    // A runtime failure on one rank leaves the others blocked in a collective: abort them all.
+    std::fprintf(stderr, "trainproof: %s: %s\n", identity().c_str(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
+    return kExitRuntime;
+  }
+}
+
+int run_report(const Invocation& inv) {
+  if (inv.positional.size() != 1)
+    throw UsageError("report needs exactly one FILE operand, got " +
+                     std::to_string(inv.positional.size()));
+  const std::string path = inv.positional.front();
+  std::ifstream in(path);
+  if (!in) throw UsageError("report: cannot open '" + path + "'");
+  json report;
+  try {
+    report = json::parse(in);
+    if (report.value("schema", "") != kReportSchema)
+      throw UsageError("report '" + path + "': schema is not " + std::string(kReportSchema));
+    std::cout << render_summary(report);
+  } catch (const json::exception& e) {
+    throw UsageError("report '" + path + "': " + e.what());
+  }
+  return exit_code_for(report["verdict"]);
+}
+
+}  // namespace tp

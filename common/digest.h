@@ -1,0 +1,40 @@
+#pragma once
+// xxh3-128 digests of state buffers, as lowercase hex. One streaming state so a model's many
+// tensors hash as one byte sequence.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+struct XXH3_state_s;
+
+namespace tp {
+
+struct Digest128 {
+  uint64_t high = 0;
+  uint64_t low = 0;
+  bool operator==(const Digest128&) const = default;
+  std::string hex() const;
+};
+
+class DigestBuilder {
+ public:
+  DigestBuilder();
+  ~DigestBuilder();
+  DigestBuilder(const DigestBuilder&) = delete;
+  DigestBuilder& operator=(const DigestBuilder&) = delete;
+
+  void add(const void* data, size_t bytes);
+  template <typename T>
+  void add(std::span<const T> values) {
+    add(values.data(), values.size_bytes());
+  }
+  Digest128 finish() const;
+
+ private:
+  XXH3_state_s* state_;
+};
+
+Digest128 digest_of(const void* data, size_t bytes);
+
+}  // namespace tp

@@ -1,0 +1,23 @@
+#pragma once
+// The two error kinds that decide the exit code (DESIGN.md, "Exit codes").
+#include <stdexcept>
+#include <string>
+
+namespace tp {
+
+inline constexpr int kExitPass = 0;
+inline constexpr int kExitFail = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitRuntime = 3;
+
+// Bad usage or bad input, detected before anything ran. The message names the option, file or value.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The environment or the runtime failed (MPI, memory, a device). The message names rank and host.
+struct RuntimeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tp

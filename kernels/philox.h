@@ -1,0 +1,53 @@
+#pragma once
+// Philox4x32-10, the counter-based generator of Salmon et al. (SC'11), as used by cuRAND and JAX.
+// Any value is a pure function of (key, counter): init and synthetic data can be drawn for any
+// tensor element or global sample index, on any rank or device, in any order.
+#include <array>
+#include <cstdint>
+
+namespace tp::philox {
+
+using Counter = std::array<uint32_t, 4>;
+using Key = std::array<uint32_t, 2>;
+
+inline Counter round(const Counter& c, const Key& k) {
+  const uint64_t p0 = uint64_t{0xD2511F53u} * c[0];
+  const uint64_t p1 = uint64_t{0xCD9E8D57u} * c[2];
+  return {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k[0], static_cast<uint32_t>(p1),
+          static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k[1], static_cast<uint32_t>(p0)};
+}
+
+inline Counter philox4x32_10(Counter c, Key k) {
+  for (int r = 0; r < 10; ++r) {
+    if (r > 0) {
+      k[0] += 0x9E3779B9u;
+      k[1] += 0xBB67AE85u;
+    }
+    c = round(c, k);
+  }
+  return c;
+}
+
+// Streams keep init and data draws apart even when their indices coincide.
+enum Stream : uint32_t { kParams = 1, kInputs = 2, kTargets = 3 };
+
+// Exact map of 24 random bits to a float on the grid k*2^-23 - 1, i.e. uniform in [-1, 1).
+inline float to_symmetric_unit(uint32_t bits) {
+  return static_cast<float>(bits >> 8) * 0x1p-23f - 1.0f;
+}
+
+// Fills out[0..n) with uniform [-1,1) values * scale for element indices [0, n) of item `item` in
+// `stream`. Element e takes lane e%4 of counter block e/4, so any sub-range is reproducible.
+inline void fill_uniform(float* out, uint64_t n, uint64_t seed, Stream stream, uint64_t item,
+                         float scale) {
+  const Key key{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
+  for (uint64_t block = 0; block * 4 < n; ++block) {
+    const Counter bits = philox4x32_10({static_cast<uint32_t>(block), static_cast<uint32_t>(item),
+                                        static_cast<uint32_t>(item >> 32), stream},
+                                       key);
+    for (uint64_t lane = 0; lane < 4 && block * 4 + lane < n; ++lane)
+      out[block * 4 + lane] = to_symmetric_unit(bits[lane]) * scale;
+  }
+}
+
+}  // namespace tp::philox

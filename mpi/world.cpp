@@ -1,0 +1,82 @@
+#include "mpi/world.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "mpi/check.h"
+
+namespace tp {
+
+int World::ranks_on(const std::string& h) const {
+  return static_cast<int>(std::count(host_of_rank.begin(), host_of_rank.end(), h));
+}
+
+World make_world(const std::string& host_override) {
+  World w;
+  mpiCheck(MPI_Comm_dup(MPI_COMM_WORLD, &w.comm));
+  mpiCheck(MPI_Comm_set_errhandler(w.comm, MPI_ERRORS_RETURN));
+  mpiCheck(MPI_Comm_rank(w.comm, &w.rank));
+  mpiCheck(MPI_Comm_size(w.comm, &w.size));
+
+  MPI_Comm node_comm;
+  mpiCheck(MPI_Comm_split_type(w.comm, MPI_COMM_TYPE_SHARED, w.rank, MPI_INFO_NULL, &node_comm));
+  mpiCheck(MPI_Comm_rank(node_comm, &w.local_rank));
+  mpiCheck(MPI_Comm_size(node_comm, &w.local_size));
+  mpiCheck(MPI_Comm_free(&node_comm));
+
+  if (host_override.empty()) {
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    mpiCheck(MPI_Get_processor_name(name, &length));
+    w.host.assign(name, length);
+  } else {
+    w.host = host_override;
+  }
+
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  std::strncpy(mine, w.host.c_str(), MPI_MAX_PROCESSOR_NAME - 1);
+  std::vector<char> all(size_t(MPI_MAX_PROCESSOR_NAME) * w.size);
+  mpiCheck(MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                         MPI_CHAR, w.comm));
+  for (int r = 0; r < w.size; ++r) {
+    w.host_of_rank.emplace_back(&all[size_t(r) * MPI_MAX_PROCESSOR_NAME]);
+    if (std::find(w.hosts.begin(), w.hosts.end(), w.host_of_rank.back()) == w.hosts.end())
+      w.hosts.push_back(w.host_of_rank.back());
+  }
+  return w;
+}
+
+void free_world(World& world) {
+  if (world.comm != MPI_COMM_NULL) MPI_Comm_free(&world.comm);
+}
+
+std::vector<double> gather_at_root(const World& world, const std::vector<double>& mine) {
+  std::vector<double> all(world.rank == 0 ? mine.size() * world.size : 0);
+  mpiCheck(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                      static_cast<int>(mine.size()), MPI_DOUBLE, 0, world.comm));
+  return all;
+}
+
+}  // namespace tp
+
+namespace tp {
+
+std::vector<std::string> gather_strings_at_root(const World& world, const std::string& mine) {
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(world.rank == 0 ? world.size : 0);
+  mpiCheck(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, world.comm));
+  std::vector<int> offsets(lengths.size());
+  int total = 0;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::vector<char> all(size_t(total) + 1);
+  mpiCheck(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                       MPI_CHAR, 0, world.comm));
+  std::vector<std::string> strings;
+  for (size_t r = 0; r < lengths.size(); ++r) strings.emplace_back(&all[offsets[r]], lengths[r]);
+  return strings;
+}
+
+}  // namespace tp

@@ -1,0 +1,36 @@
+#pragma once
+// Who this process is: rank, local rank, host and node, gathered once at start-up.
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace tp {
+
+struct World {
+  MPI_Comm comm = MPI_COMM_NULL;  // a private duplicate of MPI_COMM_WORLD
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;  // rank within the shared-memory node (MPI_COMM_TYPE_SHARED)
+  int local_size = 1;
+  std::string host;
+  std::vector<std::string> host_of_rank;  // indexed by rank
+  std::vector<std::string> hosts;         // distinct, in order of first rank
+
+  int ranks_on(const std::string& h) const;
+};
+
+// `host_override`, when non-empty, replaces this rank's host name before it is gathered. Tests use
+// it to spread one machine's ranks over pretend nodes.
+World make_world(const std::string& host_override);
+void free_world(World& world);
+
+// Gathers one fixed-size block of doubles per rank at rank 0 (rank-major); empty elsewhere.
+std::vector<double> gather_at_root(const World& world, const std::vector<double>& mine);
+
+}  // namespace tp
+
+namespace tp {
+// Gathers one string per rank at rank 0 (indexed by rank); empty elsewhere.
+std::vector<std::string> gather_strings_at_root(const World& world, const std::string& mine);
+}  // namespace tp

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian/Ubuntu package that the build, the tests and the tools need.
+# Idempotent: packages already present are skipped, and apt is not touched when none is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libopenmpi-dev openmpi-bin
+  libhdf5-openmpi-dev
+  libboost-program-options-dev libspdlog-dev
+  libgtest-dev libgmock-dev
+  nlohmann-json3-dev libopenblas-dev libxxhash-dev
+  python3 clang-format
+  slurm-wlm munge fio python3-matplotlib python3-h5py
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

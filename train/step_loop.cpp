@@ -1,0 +1,109 @@
+#include "train/step_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include "train/bucket_plan.h"
+
+namespace tp {
+
+std::vector<double> flatten(const std::vector<StepTiming>& timings) {
+  std::vector<double> values;
+  values.reserve(timings.size() * kStepTimingFields);
+  for (const auto& t : timings)
+    values.insert(values.end(), {t.data, t.compute, t.comm, t.comm_exposed, t.optimizer,
+                                 t.checkpoint, t.step, t.arrival});
+  return values;
+}
+
+std::vector<StepTiming> unflatten(const double* v, size_t steps) {
+  std::vector<StepTiming> timings(steps);
+  for (size_t i = 0; i < steps; ++i, v += kStepTimingFields)
+    timings[i] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+  return timings;
+}
+
+StepLoop::StepLoop(const TrainConfig& config, int rank, ComputeBackend& backend,
+                   Collective& collective, BatchSource& source, FaultInjector& faults,
+                   const AlignedClock& clock)
+    : config_(config),
+      rank_(rank),
+      backend_(backend),
+      collective_(collective),
+      source_(source),
+      faults_(faults),
+      clock_(clock),
+      buckets_(plan_buckets(config.model.layers,
+                            size_t(config.model.hidden) * config.model.hidden, config.bucket_mb)) {}
+
+TrainResult StepLoop::run() {
+  TrainResult result;
+  const int64_t log_every =
+      config_.log_every > 0 ? config_.log_every : std::max<int64_t>(1, config_.steps / 10);
+  if (config_.overlap) backend_.set_progress_hook([this] { collective_.progress(); });
+  for (int64_t s = 1; s <= config_.steps; ++s) {
+    const StepTiming timing = step(s);
+    ++result.steps_run;
+    if (s > config_.warmup_steps) result.measured.push_back(timing);
+    if (rank_ == 0 && (s % log_every == 0 || s == config_.steps))
+      spdlog::info("step {}/{}{}: step {:.2f} ms, data {:.2f} ms, compute {:.2f} ms, comm {:.2f} ms "
+                   "(exposed {:.2f} ms), optimizer {:.2f} ms",
+                   s, config_.steps, s <= config_.warmup_steps ? " (warm-up)" : "",
+                   timing.step * 1e3, timing.data * 1e3, timing.compute * 1e3, timing.comm * 1e3,
+                   timing.comm_exposed * 1e3, timing.optimizer * 1e3);
+  }
+  backend_.set_progress_hook(nullptr);
+  if (config_.test.perturb_state_rank == rank_) backend_.perturb_state_for_test();
+  result.digest = backend_.state_digest();
+  return result;
+}
+
+StepTiming StepLoop::step(int64_t s) {
+  auto clock = backend_.make_phase_clock();
+  StepTiming t;
+  clock->mark(Mark::step_begin);
+
+  faults_.at(s, Phase::data);
+  source_.next(s, batch_);
+  backend_.load_batch(batch_.view());
+  clock->mark(Mark::data_ready);
+
+  faults_.at(s, Phase::compute);
+  backend_.forward();
+  size_t next_bucket = 0;
+  for (int layer = config_.model.layers - 1; layer >= 0; --layer) {
+    backend_.backward_layer(layer);
+    if (!config_.overlap || buckets_[next_bucket].lowest_layer != layer) continue;
+    // An asynchronous backend must finish the layer before its bucket is handed to communication.
+    backend_.synchronize();
+    if (next_bucket == 0) t.arrival = clock_.now();
+    const Bucket& b = buckets_[next_bucket++];
+    collective_.start_allreduce_sum(backend_.gradients() + b.offset, b.count);
+  }
+  backend_.synchronize();
+  clock->mark(Mark::compute_end);
+
+  faults_.at(s, Phase::comm);
+  if (config_.overlap) {
+    collective_.wait_all();
+  } else {
+    t.arrival = clock_.now();
+    for (const Bucket& b : buckets_)
+      collective_.allreduce_sum(backend_.gradients() + b.offset, b.count);
+  }
+  clock->mark(Mark::comm_done);
+
+  faults_.at(s, Phase::optimizer);
+  backend_.optimizer_step(s);
+  backend_.synchronize();
+  clock->mark(Mark::optimizer_end);
+
+  t.data = clock->seconds_between(Mark::step_begin, Mark::data_ready);
+  t.compute = clock->seconds_between(Mark::data_ready, Mark::compute_end);
+  t.comm_exposed = clock->seconds_between(Mark::compute_end, Mark::comm_done);
+  t.optimizer = clock->seconds_between(Mark::comm_done, Mark::optimizer_end);
+  t.step = clock->seconds_between(Mark::step_begin, Mark::optimizer_end);
+  t.comm = collective_.take_comm_seconds();
+  return t;
+}
+
+}  // namespace tp

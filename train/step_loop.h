@@ -1,0 +1,59 @@
+#pragma once
+// The training step loop: data -> compute (forward, backward with bucketed reductions overlapped)
+// -> wait for communication -> optimizer. It times every phase of every step on this rank.
+#include <cstdint>
+#include <vector>
+
+#include "common/digest.h"
+#include "kernels/compute_backend.h"
+#include "mpi/clock_sync.h"
+#include "mpi/collective.h"
+#include "train/batch_source.h"
+#include "train/bucket_plan.h"
+#include "train/faults.h"
+#include "train/train_config.h"
+
+namespace tp {
+
+// Seconds spent in each phase of one step on one rank.
+struct StepTiming {
+  double data = 0;          // waiting for the batch
+  double compute = 0;       // forward + backward, including progress calls between GEMMs
+  double comm = 0;          // the collectives' own duration (see Collective::timing_method)
+  double comm_exposed = 0;  // waiting for communication after compute finished
+  double optimizer = 0;
+  double checkpoint = 0;
+  double step = 0;
+  double arrival = 0;  // entry into the step's first collective, on the clock aligned to rank 0
+};
+inline constexpr int kStepTimingFields = 8;
+std::vector<double> flatten(const std::vector<StepTiming>& timings);
+std::vector<StepTiming> unflatten(const double* values, size_t steps);
+
+struct TrainResult {
+  std::vector<StepTiming> measured;  // steps after warm-up
+  int64_t steps_run = 0;
+  Digest128 digest;
+};
+
+class StepLoop {
+ public:
+  StepLoop(const TrainConfig& config, int rank, ComputeBackend& backend, Collective& collective,
+           BatchSource& source, FaultInjector& faults, const AlignedClock& clock);
+  TrainResult run();
+
+ private:
+  StepTiming step(int64_t step_number);
+
+  const TrainConfig& config_;
+  int rank_;
+  ComputeBackend& backend_;
+  Collective& collective_;
+  BatchSource& source_;
+  FaultInjector& faults_;
+  const AlignedClock& clock_;
+  std::vector<Bucket> buckets_;
+  Batch batch_;
+};
+
+}  // namespace tp

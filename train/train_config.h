@@ -1,0 +1,38 @@
+#pragma once
+// Everything the step loop needs, resolved from options (app/cli.cpp) and validated.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/compute_backend.h"
+#include "train/faults.h"
+#include "train/model_spec.h"
+
+namespace tp {
+
+struct TestHooks {
+  int perturb_state_rank = -1;       // flips a parameter bit on this rank before the digest
+  int corrupt_collective_rank = -1;  // falsifies this rank's result in the collective self-check
+  int clock_offset_rank = -1;        // adds clock_offset_s to this rank's raw clock
+  double clock_offset_s = 0.0;
+  bool skip_clock_alignment = false;
+  int split_hosts = 0;  // pretend the ranks are spread over this many hosts
+};
+
+struct TrainConfig {
+  ModelSpec model;
+  int64_t steps = 0;
+  int64_t warmup_steps = 0;
+  uint64_t seed = 0;
+  OptimizerConfig optimizer;
+  std::string dtype = "fp32";
+  std::string compute_backend = "auto";
+  std::string comm_backend = "auto";
+  double bucket_mb = 25.0;
+  bool overlap = true;
+  int64_t log_every = 0;  // 0: about ten progress lines per run
+  std::vector<FaultSpec> faults;
+  TestHooks test;
+};
+
+}  // namespace tp
