@@ -23,7 +23,8 @@ std::string si(double value, const char* unit) {
     value /= 1000.0;
     ++p;
   }
-  return format("%.3g %s%s", value, prefixes[p], unit);
+  const std::string suffix = std::string(prefixes[p]) + unit;
+  return suffix.empty() ? format("%.3g", value) : format("%.3g %s", value, suffix.c_str());
 }
 
 }  // namespace

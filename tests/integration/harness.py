@@ -1,0 +1,58 @@
+"""Runs build/trainproof under mpirun for the MPI tests and reads back its JSON report."""
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BIN = os.environ.get("TRAINPROOF_BIN", "build/trainproof")
+MPIEXEC = os.environ.get("TRAINPROOF_MPIEXEC", "mpirun")
+SCENARIOS = os.environ.get("TRAINPROOF_SCENARIOS", "scenarios")
+TINY = os.path.join(SCENARIOS, "tiny.ini")
+
+
+class Run:
+    def __init__(self, returncode, stdout, stderr, report):
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.report = report
+
+    def __repr__(self):
+        return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+def mpirun(ranks, *args, scenario=TINY, timeout=240):
+    """Runs `trainproof train` on `ranks` local ranks; returns a Run with the parsed report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report_path = os.path.join(tmp, "report.json")
+        cmd = [MPIEXEC, "-np", str(ranks), "--oversubscribe", "--bind-to", "none", BIN, "train"]
+        if scenario:
+            cmd += ["--scenario", scenario]
+        cmd += ["--report", report_path, "--log.level=warn", *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        report = None
+        if os.path.exists(report_path):
+            with open(report_path) as f:
+                report = json.load(f)
+        return Run(proc.returncode, proc.stdout, proc.stderr, report)
+
+
+def direct(*args, timeout=60):
+    """Runs the binary without a launcher (help, report, usage errors)."""
+    proc = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout)
+    return Run(proc.returncode, proc.stdout, proc.stderr, None)
+
+
+def check_by_name(report, name):
+    for check in report["gate"]["checks"]:
+        if check["name"] == name:
+            return check
+    raise KeyError(name)
+
+
+def main():
+    print("trainproof:", BIN, "launcher:", shlex.join([MPIEXEC]), file=sys.stderr)
+    unittest.main(verbosity=2)

@@ -1,0 +1,80 @@
+"""Bad input is exit 2 with one line naming the culprit, printed once, and nothing runs."""
+import os
+import tempfile
+import unittest
+
+from harness import direct, main, mpirun
+
+
+class CliErrors(unittest.TestCase):
+    def expect_usage_error(self, run, *must_name):
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIsNone(run.report, "a report was written although nothing should have run")
+        lines = [l for l in run.stderr.splitlines() if l.startswith("trainproof: error:")]
+        self.assertEqual(len(lines), 1, run)  # one line, from one rank
+        for name in must_name:
+            self.assertIn(name, lines[0])
+        self.assertNotIn("terminate called", run.stderr)
+
+    def test_unknown_option(self):
+        self.expect_usage_error(mpirun(2, "--train.stepz=3"), "train.stepz")
+
+    def test_unknown_option_in_scenario(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
+            f.write("[model]\nwidth = 3\n")
+        try:
+            self.expect_usage_error(mpirun(2, scenario=f.name), "model.width", f.name)
+        finally:
+            os.unlink(f.name)
+
+    def test_malformed_value(self):
+        self.expect_usage_error(mpirun(2, "--model.hidden=abc"), "model.hidden")
+
+    def test_missing_scenario(self):
+        self.expect_usage_error(mpirun(2, scenario="/nonexistent/scenario.ini"),
+                                "/nonexistent/scenario.ini")
+
+    def test_non_positive_size(self):
+        self.expect_usage_error(mpirun(2, "--model.batch=0"), "model.batch")
+        self.expect_usage_error(mpirun(2, "--model.seq=-4"), "model.seq")
+
+    def test_model_too_large_for_memory(self):
+        run = mpirun(2, "--model.hidden=100000", "--model.layers=200")
+        self.expect_usage_error(run, "too large", "model.hidden=100000")
+
+    def test_batch_smaller_than_world(self):
+        self.expect_usage_error(mpirun(4, "--model.batch=2"), "model.batch=2")
+
+    def test_fault_that_can_never_fire(self):
+        self.expect_usage_error(mpirun(2, "--fault", "slow:rank=7,ms=5"), "slow:rank=7,ms=5")
+        self.expect_usage_error(mpirun(2, "--fault", "slow:rank=0,ms=5,step=99"), "step 99")
+
+    def test_gpu_backend_requested_without_one(self):
+        self.expect_usage_error(mpirun(1, "--compute.backend=cuda"), "compute.backend=cuda")
+        self.expect_usage_error(mpirun(1, "--comm.backend=nccl"), "comm.backend=nccl")
+
+    def test_report_directory_missing(self):
+        run = direct("train", "--scenario", os.environ.get("TRAINPROOF_SCENARIOS", "scenarios") +
+                     "/tiny.ini", "--report", "/nonexistent/dir/r.json")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("/nonexistent/dir", run.stderr)
+
+    def test_subcommand_errors(self):
+        self.assertEqual(direct().returncode, 2)
+        run = direct("trian")
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("'trian'", run.stderr)
+
+    def test_help_lists_every_option_with_defaults(self):
+        for args in (["--help"], ["train", "--help"]):
+            run = direct(*args)
+            self.assertEqual(run.returncode, 0, run)
+            for option in ("--model.layers", "--train.steps", "--comm.bucket_mb", "--comm.overlap",
+                           "--compute.backend", "--comm.backend", "--fault", "--report",
+                           "--scenario", "slow:rank=R,ms=M"):
+                self.assertIn(option, run.stdout)
+            self.assertIn("(=50)", run.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""The JSON report carries every field of the DESIGN.md contract, with sane values."""
+import os
+import re
+import unittest
+
+from harness import main, mpirun
+
+PHASES = ("data", "compute", "comm", "comm_exposed", "optimizer", "checkpoint", "step")
+STATS = ("min", "p50", "p99", "max", "mean")
+
+
+class ReportContract(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        os.environ["NCCL_DEBUG"] = "WARN"
+        os.environ["SLURM_FAKE_AUTH_TOKEN"] = "do-not-leak"
+        try:
+            cls.result = mpirun(2, "--test.split_hosts=2")
+        finally:
+            del os.environ["NCCL_DEBUG"], os.environ["SLURM_FAKE_AUTH_TOKEN"]
+        assert cls.result.returncode == 0, cls.result
+        cls.report = cls.result.report
+
+    def test_top_level(self):
+        r = self.report
+        self.assertEqual(r["schema"], "trainproof.report/1")
+        self.assertIn(r["verdict"], ("PASS", "WARN", "FAIL"))
+        for key in ("context", "ranks", "nodes", "train", "gate"):
+            self.assertIn(key, r)
+
+    def test_context(self):
+        c = self.report["context"]
+        self.assertRegex(c["tool"]["version"], r"^\d+\.\d+\.\d+$")
+        self.assertTrue(c["tool"]["git_revision"])
+        for key in ("start_time", "end_time"):
+            self.assertRegex(c[key], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertLessEqual(c["start_time"], c["end_time"])
+        self.assertIn("train", c["command_line"])
+        self.assertIn("[model]", c["scenario_text"])
+        self.assertRegex(c["scenario_hash"], r"^[0-9a-f]{32}$")
+        self.assertEqual(c["world_size"], 2)
+        self.assertEqual(len(c["hosts"]), 2)
+        self.assertEqual(sorted(c["ranks_per_host"].values()), [1, 1])
+        for lib in ("mpi", "nccl", "cuda", "driver", "hdf5"):
+            self.assertIn(lib, c["versions"])
+        self.assertIn("Open MPI", c["versions"]["mpi"])
+        self.assertRegex(c["versions"]["hdf5"], r"^1\.\d+\.\d+")
+        self.assertIsInstance(c["gpus"], list)
+        self.assertIn("nvidia_smi_topo", c)
+        self.assertIn("checkpoint_filesystem", c)
+        self.assertEqual(c["environment"].get("NCCL_DEBUG"), "WARN")
+        self.assertEqual(c["environment"].get("SLURM_FAKE_AUTH_TOKEN"), "<redacted>")
+        self.assertNotIn("do-not-leak", str(self.report))
+        self.assertEqual(c["backends"]["compute"], "cpu")
+        self.assertEqual(c["backends"]["comm"], "mpi")
+        self.assertIsInstance(c["warnings"], list)
+        self.assertEqual(c["options"]["train.steps"], 12)
+
+    def test_train(self):
+        t = self.report["train"]
+        self.assertEqual(t["steps_completed"], 12)
+        self.assertEqual(t["steps_run"], 12)
+        self.assertIsNone(t["restored_step"])
+        self.assertRegex(t["final_digest"], r"^[0-9a-f]{32}$")
+        self.assertEqual(t["measured_steps"], 10)  # warm-up excluded
+        for phase in PHASES:
+            s = t["phases"][phase]
+            for stat in STATS:
+                self.assertGreaterEqual(s[stat], 0.0, (phase, stat))
+            self.assertLessEqual(s["min"], s["p50"])
+            self.assertLessEqual(s["p50"], s["p99"])
+            self.assertLessEqual(s["p99"], s["max"])
+        self.assertGreater(t["phases"]["compute"]["p50"], 0)
+        self.assertGreater(t["phases"]["step"]["p50"], t["phases"]["compute"]["p50"] * 0.99)
+        self.assertGreater(t["au"], 0)
+        self.assertLessEqual(t["au"], 1)
+        for key in ("samples_per_s", "tokens_per_s", "achieved_flops", "gemm_rate_flops"):
+            self.assertGreater(t[key], 0, key)
+        self.assertAlmostEqual(t["tokens_per_s"] / t["samples_per_s"], 8.0, places=6)
+        self.assertIn("comm", t["timing"])
+
+    def test_ranks_and_nodes(self):
+        ranks = self.report["ranks"]
+        self.assertEqual([r["rank"] for r in ranks], [0, 1])
+        for r in ranks:
+            for key in ("host", "local_rank", "device", "cpu_affinity", "numa_nodes", "p50",
+                        "straggler_score", "arrival_skew", "flagged"):
+                self.assertIn(key, r)
+            self.assertRegex(r["cpu_affinity"], r"^[0-9,\-]+$")
+            self.assertEqual(set(r["p50"]), set(PHASES))
+        nodes = self.report["nodes"]
+        self.assertEqual(sorted(n["ranks"] for n in nodes), [[0], [1]])
+        for n in nodes:
+            self.assertIn("flagged", n)
+            self.assertIsInstance(n["reasons"], list)
+
+    def test_gate(self):
+        checks = self.report["gate"]["checks"]
+        self.assertGreaterEqual(len(checks), 2)
+        for c in checks:
+            self.assertEqual(set(c), {"name", "value", "threshold", "status", "reason"})
+            self.assertIn(c["status"], ("pass", "warn", "fail"))
+
+    def test_summary_printed(self):
+        out = self.result.stdout
+        for word in ("phase (ms)", "compute", "comm_exposed", "slowest ranks", "flagged nodes",
+                     "verdict:", "report:"):
+            self.assertIn(word, out)
+
+
+if __name__ == "__main__":
+    main()

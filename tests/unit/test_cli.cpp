@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "app/cli.h"
+#include "common/errors.h"
+
+namespace {
+
+tp::Invocation parse(std::vector<std::string> args) {
+  std::vector<const char*> argv{"trainproof"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return tp::parse_invocation(int(argv.size()), argv.data());
+}
+
+std::string write_ini(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Cli, DefaultsApplyWithoutScenario) {
+  const auto inv = parse({"train"});
+  const auto cfg = tp::train_config_from(inv.options);
+  EXPECT_EQ(cfg.steps, 50);
+  EXPECT_EQ(cfg.model.hidden, 256);
+  EXPECT_TRUE(cfg.overlap);
+}
+
+TEST(Cli, CommandLineWinsOverScenarioFile) {
+  const auto path = write_ini("precedence.ini", "[train]\nsteps = 100\nwarmup_steps = 3\n[model]\nlayers = 6\n");
+  const auto inv = parse({"train", "--scenario", path, "--train.steps=40"});
+  const auto cfg = tp::train_config_from(inv.options);
+  EXPECT_EQ(cfg.steps, 40);        // command line
+  EXPECT_EQ(cfg.warmup_steps, 3);  // file
+  EXPECT_EQ(cfg.model.layers, 6);  // file
+  EXPECT_EQ(inv.scenario_path, path);
+  EXPECT_NE(inv.scenario_text.find("steps = 100"), std::string::npos);
+}
+
+TEST(Cli, FaultsInFileAndOnCommandLine) {
+  const auto path = write_ini("faults.ini", "fault = slow:rank=1,ms=5\n");
+  EXPECT_EQ(tp::train_config_from(parse({"train", "--scenario", path}).options).faults.size(), 1u);
+  const auto cli = tp::train_config_from(
+      parse({"train", "--scenario", path, "--fault", "slow:rank=0,ms=1"}).options);
+  ASSERT_EQ(cli.faults.size(), 1u);
+  EXPECT_EQ(cli.faults[0].rank, 0);
+}
+
+void expect_usage_error(std::vector<std::string> args, const std::string& must_name) {
+  try {
+    const auto inv = parse(args);
+    tp::train_config_from(inv.options);
+    FAIL() << "no usage error for " << args.back();
+  } catch (const tp::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(must_name), std::string::npos)
+        << "message '" << e.what() << "' does not name '" << must_name << "'";
+  }
+}
+
+TEST(Cli, UnknownOptionOnCommandLine) { expect_usage_error({"train", "--train.stepz=3"}, "train.stepz"); }
+
+TEST(Cli, UnknownOptionInScenarioNamesFileAndOption) {
+  const auto path = write_ini("unknown.ini", "[model]\nlayerz = 3\n");
+  expect_usage_error({"train", "--scenario", path}, "model.layerz");
+  expect_usage_error({"train", "--scenario", path}, path);
+}
+
+TEST(Cli, MalformedValue) { expect_usage_error({"train", "--model.hidden=abc"}, "model.hidden"); }
+TEST(Cli, MissingScenario) { expect_usage_error({"train", "--scenario", "/nonexistent/x.ini"}, "/nonexistent/x.ini"); }
+TEST(Cli, NonPositiveSize) { expect_usage_error({"train", "--model.batch=0"}, "model.batch"); }
+TEST(Cli, NegativeSize) { expect_usage_error({"train", "--model.layers=-2"}, "model.layers"); }
+TEST(Cli, WarmupNotBelowSteps) { expect_usage_error({"train", "--train.steps=5", "--train.warmup_steps=5"}, "train.warmup_steps"); }
+TEST(Cli, UnknownChoice) { expect_usage_error({"train", "--train.optimizer=lion"}, "train.optimizer"); }
+TEST(Cli, UnknownSubcommand) { expect_usage_error({"trian"}, "trian"); }
+TEST(Cli, ParamsAndHiddenConflict) {
+  expect_usage_error({"train", "--model.params=100000", "--model.hidden=64"}, "model.params");
+}
+
+TEST(Cli, ParamsDeriveHidden) {
+  const auto cfg = tp::train_config_from(parse({"train", "--model.params=1000000", "--model.layers=4"}).options);
+  EXPECT_EQ(cfg.model.hidden, 500);
+}
+
+TEST(Cli, ScenarioHashIgnoresRunLengthButNotModel) {
+  const auto a = tp::train_config_from(parse({"train"}).options);
+  const auto b = tp::train_config_from(parse({"train", "--train.steps=7", "--comm.bucket_mb=1"}).options);
+  const auto c = tp::train_config_from(parse({"train", "--model.hidden=255"}).options);
+  const auto d = tp::train_config_from(parse({"train", "--train.lr=0.0100001"}).options);
+  EXPECT_EQ(tp::scenario_hash(a), tp::scenario_hash(b));
+  EXPECT_NE(tp::scenario_hash(a), tp::scenario_hash(c));
+  EXPECT_NE(tp::scenario_hash(a), tp::scenario_hash(d));
+}
+
+TEST(Cli, HelpListsEveryOptionWithDefault) {
+  const std::string help = tp::help_text("train");
+  for (const char* option : {"--model.layers", "--model.hidden", "--model.seq", "--model.batch",
+                             "--model.params", "--train.steps", "--train.warmup_steps", "--train.seed",
+                             "--train.optimizer", "--compute.backend", "--comm.backend",
+                             "--comm.bucket_mb", "--comm.overlap", "--fault", "--report", "slow:rank"})
+    EXPECT_NE(help.find(option), std::string::npos) << option;
+  EXPECT_NE(help.find("(=50)"), std::string::npos);
+}
+
+TEST(Cli, EveryShippedScenarioParses) {
+  for (const char* name : {"tiny", "smoke", "acceptance", "gpt-small", "llama-1b"}) {
+    const std::string path = std::string(TRAINPROOF_SCENARIOS) + "/" + name + ".ini";
+    EXPECT_NO_THROW(tp::train_config_from(parse({"train", "--scenario", path}).options)) << path;
+  }
+}
+
+}  // namespace

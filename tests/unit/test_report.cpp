@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "app/report.h"
+#include "app/summary.h"
+
+namespace {
+
+using nlohmann::json;
+
+// Four ranks on two hosts, ten measured steps. Rank 1 computes 10x slower than the rest.
+tp::RunRecord sample_run(double rank1_compute = 0.100) {
+  tp::RunRecord run;
+  run.config.model = {3, 32, 8, 8};
+  run.config.steps = 12;
+  run.config.warmup_steps = 2;
+  run.steps_run = 12;
+  run.comm_timing_method = "test";
+  run.collective = {0, 8192, -1};
+  run.context = {{"tool", {{"version", "0.1.0"}}},
+                 {"world_size", 4},
+                 {"hosts", {"node-a", "node-b"}},
+                 {"backends", {{"compute", "cpu"}, {"comm", "mpi"}}},
+                 {"warnings", json::array()}};
+  for (int r = 0; r < 4; ++r) {
+    run.ranks.push_back({r, r < 2 ? "node-a" : "node-b", r % 2, "cpu", std::to_string(r), "0", 1e10});
+    run.digests.push_back("00112233445566778899aabbccddeeff");
+    std::vector<tp::StepTiming> steps;
+    for (int i = 0; i < 10; ++i) {
+      const double compute = r == 1 ? rank1_compute : 0.010 + 0.0001 * i;
+      const double arrival = 100.0 + i + compute;  // later compute, later arrival
+      steps.push_back({0.001, compute, 0.002, 0.001, 0.0005, 0.0, 0.0125 + compute, arrival});
+    }
+    run.timings.push_back(steps);
+  }
+  return run;
+}
+
+TEST(Report, FlagsExactlyTheStragglerAndItsNode) {
+  const json report = tp::build_report(sample_run());
+  EXPECT_EQ(report["schema"], "trainproof.report/1");
+  EXPECT_EQ(report["verdict"], "WARN");
+  for (const auto& rank : report["ranks"])
+    EXPECT_EQ(rank["flagged"].get<bool>(), rank["rank"] == 1) << rank.dump();
+  EXPECT_TRUE(report["nodes"][0]["flagged"].get<bool>());
+  EXPECT_FALSE(report["nodes"][1]["flagged"].get<bool>());
+  EXPECT_NE(report["nodes"][0]["reasons"][0].get<std::string>().find("rank 1"), std::string::npos);
+  EXPECT_NEAR(report["ranks"][1]["straggler_score"].get<double>(), 0.01045 / 0.1, 1e-3);
+}
+
+TEST(Report, BalancedRunPasses) {
+  const json report = tp::build_report(sample_run(0.0101));
+  EXPECT_EQ(report["verdict"], "PASS");
+  EXPECT_EQ(report["train"]["final_digest"], "00112233445566778899aabbccddeeff");
+}
+
+TEST(Report, ArrivalSkewIsRelativeToTheEarliestRank) {
+  const json report = tp::build_report(sample_run());
+  EXPECT_NEAR(report["ranks"][1]["arrival_skew"]["p50"].get<double>(), 0.1 - 0.01045, 1e-9);
+  EXPECT_NEAR(report["ranks"][0]["arrival_skew"]["p50"].get<double>(), 0.0, 1e-9);
+}
+
+TEST(Report, ThroughputAndUtilisation) {
+  const json report = tp::build_report(sample_run(0.0101));
+  const json& train = report["train"];
+  // Slowest rank's step each iteration; AU = compute / step summed over ranks and steps.
+  EXPECT_GT(train["au"].get<double>(), 0.4);
+  EXPECT_LT(train["au"].get<double>(), 0.5);
+  const double mean_step = 8.0 / train["samples_per_s"].get<double>();
+  EXPECT_NEAR(train["tokens_per_s"].get<double>(), 64.0 / mean_step, 1e-6);
+  const tp::ModelSpec model{3, 32, 8, 8};
+  EXPECT_NEAR(train["achieved_flops"].get<double>(), model.flops_per_step() / mean_step, 1.0);
+}
+
+TEST(Report, ReplicaMismatchFailsAndNamesTheRank) {
+  auto run = sample_run(0.0101);
+  run.digests[2] = "ffffffffffffffffffffffffffffffff";
+  const json report = tp::build_report(run);
+  EXPECT_EQ(report["verdict"], "FAIL");
+  const json& check = report["gate"]["checks"][0];
+  EXPECT_EQ(check["name"], "replica_digest");
+  EXPECT_EQ(check["status"], "fail");
+  EXPECT_NE(check["reason"].get<std::string>().find("ranks 2 "), std::string::npos);
+  EXPECT_EQ(tp::exit_code_for(report["verdict"]), 1);
+}
+
+TEST(Report, WrongCollectiveFails) {
+  auto run = sample_run(0.0101);
+  run.collective = {3, 8192, 1};
+  const json report = tp::build_report(run);
+  EXPECT_EQ(report["verdict"], "FAIL");
+  EXPECT_NE(report["gate"]["checks"][1]["reason"].get<std::string>().find("rank 1"), std::string::npos);
+}
+
+// Golden output: the summary is a user interface; any change to it must be deliberate.
+// Regenerate with TRAINPROOF_UPDATE_GOLDEN=1.
+TEST(Report, SummaryMatchesGolden) {
+  const std::string text = tp::render_summary(tp::build_report(sample_run()));
+  const std::string path = std::string(TRAINPROOF_TEST_DATA) + "/summary.golden";
+  if (std::getenv("TRAINPROOF_UPDATE_GOLDEN")) std::ofstream(path) << text;
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing " << path;
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(text, golden.str());
+}
+
+}  // namespace
