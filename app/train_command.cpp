@@ -49,7 +49,7 @@ Backends select_backends(const TrainConfig& cfg, const World& world) {
   if (cfg.dtype != "fp32")
     throw UsageError("model.dtype=" + cfg.dtype + " needs compute.backend=cuda; the cpu backend computes fp32");
   b.compute = make_cpu_backend();
-  b.comm = make_mpi_collective(world);
+  b.comm = make_mpi_collective(world, world.local_size > int(online_cpus()));
   return b;
 }
 

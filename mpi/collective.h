@@ -33,6 +33,8 @@ class Collective {
   virtual std::string timing_method(bool overlap) const = 0;
 };
 
-std::unique_ptr<Collective> make_mpi_collective(const World& world);
+// `sleep_while_waiting`: yield the core between completion tests, for hosts where ranks outnumber
+// cores (see MpiCollective::wait_for_pending).
+std::unique_ptr<Collective> make_mpi_collective(const World& world, bool sleep_while_waiting);
 
 }  // namespace tp
