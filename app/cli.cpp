@@ -14,75 +14,73 @@ const char* const kSubcommands = "train, report";
 
 po::options_description registry() {
   po::options_description general("General");
-  general.add_options()
-      ("help,h", "show this help and exit")
-      ("version", "print the version and exit")
-      ("scenario", po::value<std::string>()->value_name("FILE"),
-       "INI file of options ([section] name = value); the command line wins over it")
-      ("report", po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
-       "where rank 0 writes the JSON report")
-      ("log.level", po::value<std::string>()->default_value("info"),
-       "trace, debug, info, warn, error");
+  general.add_options()("help,h", "show this help and exit")("version",
+                                                             "print the version and exit")(
+      "scenario", po::value<std::string>()->value_name("FILE"),
+      "INI file of options ([section] name = value); the command line wins over it")(
+      "report",
+      po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
+      "where rank 0 writes the JSON report")("log.level",
+                                             po::value<std::string>()->default_value("info"),
+                                             "trace, debug, info, warn, error");
 
   po::options_description model("Model (decides the state; part of the scenario hash)");
-  model.add_options()
-      ("model.layers", po::value<int64_t>()->default_value(4), "square linear layers")
-      ("model.hidden", po::value<int64_t>()->default_value(256), "layer width")
-      ("model.params", po::value<int64_t>()->default_value(0),
-       "parameter budget; when > 0 the width is derived from it (give this or model.hidden)")
-      ("model.seq", po::value<int64_t>()->default_value(64), "tokens per sample")
-      ("model.batch", po::value<int64_t>()->default_value(32),
-       "GLOBAL batch in samples, split over the ranks")
-      ("model.dtype", po::value<std::string>()->default_value("fp32"),
-       "element type: fp32 (the CPU backend computes fp32 only)");
+  model.add_options()("model.layers", po::value<int64_t>()->default_value(4),
+                      "square linear layers")(
+      "model.hidden", po::value<int64_t>()->default_value(256), "layer width")(
+      "model.params", po::value<int64_t>()->default_value(0),
+      "parameter budget; when > 0 the width is derived from it (give this or model.hidden)")(
+      "model.seq", po::value<int64_t>()->default_value(64), "tokens per sample")(
+      "model.batch", po::value<int64_t>()->default_value(32),
+      "GLOBAL batch in samples, split over the ranks")(
+      "model.dtype", po::value<std::string>()->default_value("fp32"),
+      "element type: fp32 (the CPU backend computes fp32 only)");
 
   po::options_description train("Training");
-  train.add_options()
-      ("train.steps", po::value<int64_t>()->default_value(50), "steps to run")
-      ("train.warmup_steps", po::value<int64_t>()->default_value(5),
-       "first steps left out of every statistic")
-      ("train.seed", po::value<uint64_t>()->default_value(1234), "seed of init and synthetic data")
-      ("train.optimizer", po::value<std::string>()->default_value("sgd-momentum"),
-       "sgd-momentum or adam")
-      ("train.lr", po::value<double>()->default_value(0.01), "learning rate")
-      ("train.momentum", po::value<double>()->default_value(0.9), "sgd-momentum coefficient")
-      ("train.adam_beta1", po::value<double>()->default_value(0.9), "adam first-moment decay")
-      ("train.adam_beta2", po::value<double>()->default_value(0.999), "adam second-moment decay")
-      ("train.adam_eps", po::value<double>()->default_value(1e-8), "adam epsilon")
-      ("train.log_every", po::value<int64_t>()->default_value(0),
-       "progress line every N steps on rank 0; 0 means about ten per run");
+  train.add_options()("train.steps", po::value<int64_t>()->default_value(50), "steps to run")(
+      "train.warmup_steps", po::value<int64_t>()->default_value(5),
+      "first steps left out of every statistic")(
+      "train.seed", po::value<uint64_t>()->default_value(1234), "seed of init and synthetic data")(
+      "train.optimizer", po::value<std::string>()->default_value("sgd-momentum"),
+      "sgd-momentum or adam")("train.lr", po::value<double>()->default_value(0.01),
+                              "learning rate")(
+      "train.momentum", po::value<double>()->default_value(0.9), "sgd-momentum coefficient")(
+      "train.adam_beta1", po::value<double>()->default_value(0.9), "adam first-moment decay")(
+      "train.adam_beta2", po::value<double>()->default_value(0.999), "adam second-moment decay")(
+      "train.adam_eps", po::value<double>()->default_value(1e-8), "adam epsilon")(
+      "train.log_every", po::value<int64_t>()->default_value(0),
+      "progress line every N steps on rank 0; 0 means about ten per run");
 
   po::options_description compute("Compute");
-  compute.add_options()
-      ("compute.backend", po::value<std::string>()->default_value("auto"),
-       "cpu (OpenBLAS, one thread per rank), cuda, or auto (cuda when usable, else cpu)");
+  compute.add_options()(
+      "compute.backend", po::value<std::string>()->default_value("auto"),
+      "cpu (OpenBLAS, one thread per rank), cuda, or auto (cuda when usable, else cpu)");
 
   po::options_description comm("Communication");
-  comm.add_options()
-      ("comm.backend", po::value<std::string>()->default_value("auto"),
-       "mpi (MPI_Allreduce on host buffers), nccl, or auto (nccl when usable, else mpi)")
-      ("comm.bucket_mb", po::value<double>()->default_value(25.0),
-       "gradient bucket size in MiB; a bucket is reduced as soon as its layers are done")
-      ("comm.overlap", po::value<bool>()->default_value(true),
-       "true: non-blocking reductions overlap the remaining backward; false: blocking after it");
+  comm.add_options()(
+      "comm.backend", po::value<std::string>()->default_value("auto"),
+      "mpi (MPI_Allreduce on host buffers), nccl, or auto (nccl when usable, else mpi)")(
+      "comm.bucket_mb", po::value<double>()->default_value(25.0),
+      "gradient bucket size in MiB; a bucket is reduced as soon as its layers are done")(
+      "comm.overlap", po::value<bool>()->default_value(true),
+      "true: non-blocking reductions overlap the remaining backward; false: blocking after it");
 
   po::options_description faults("Faults");
   faults.add_options()("fault", po::value<std::vector<std::string>>()->value_name("SPEC"),
                        fault_help().c_str());
 
   po::options_description test("Testing hooks (for the test suite; never in a real run)");
-  test.add_options()
-      ("test.perturb_state_rank", po::value<int>()->default_value(-1),
-       "flip one parameter bit on this rank before the final digest")
-      ("test.corrupt_collective_rank", po::value<int>()->default_value(-1),
-       "falsify this rank's result in the collective self-check")
-      ("test.clock_offset_rank", po::value<int>()->default_value(-1),
-       "skew this rank's raw clock by test.clock_offset_s")
-      ("test.clock_offset_s", po::value<double>()->default_value(0.0), "the skew, in seconds")
-      ("test.skip_clock_alignment", po::value<bool>()->default_value(false),
-       "leave clocks unaligned (the negative control of the alignment)")
-      ("test.split_hosts", po::value<int>()->default_value(0),
-       "pretend the ranks are spread evenly over this many hosts");
+  test.add_options()("test.perturb_state_rank", po::value<int>()->default_value(-1),
+                     "flip one parameter bit on this rank before the final digest")(
+      "test.corrupt_collective_rank", po::value<int>()->default_value(-1),
+      "falsify this rank's result in the collective self-check")(
+      "test.clock_offset_rank", po::value<int>()->default_value(-1),
+      "skew this rank's raw clock by test.clock_offset_s")(
+      "test.clock_offset_s", po::value<double>()->default_value(0.0), "the skew, in seconds")(
+      "test.skip_clock_alignment", po::value<bool>()->default_value(false),
+      "leave clocks unaligned (the negative control of the alignment)")(
+      "test.split_hosts", po::value<int>()->default_value(0),
+      "pretend the ranks are spread evenly over this many hosts");
 
   po::options_description all;
   all.add(general).add(model).add(train).add(compute).add(comm).add(faults).add(test);
@@ -200,7 +198,8 @@ std::string help_text(const std::string& subcommand) {
            "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
   } else {
     out << "usage: trainproof report FILE\n"
-           "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 FAIL).\n"
+           "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
+           "FAIL).\n"
            "All options are accepted, so a whole scenario file can be passed.\n";
   }
   out << '\n' << registry();
@@ -219,8 +218,8 @@ TrainConfig train_config_from(const po::variables_map& vm) {
       throw UsageError("give model.params or model.hidden, not both");
     const int hidden = hidden_for_parameters(params, c.model.layers);
     if (hidden < 1)
-      throw UsageError("model.params=" + std::to_string(params) + " is too small for model.layers=" +
-                       std::to_string(c.model.layers));
+      throw UsageError("model.params=" + std::to_string(params) +
+                       " is too small for model.layers=" + std::to_string(c.model.layers));
     c.model.hidden = hidden;
   } else {
     c.model.hidden = fits_int(positive(vm, "model.hidden"), "model.hidden");
@@ -261,13 +260,13 @@ TrainConfig train_config_from(const po::variables_map& vm) {
 
 std::string scenario_hash(const TrainConfig& c) {
   std::ostringstream canonical;
-  canonical << std::setprecision(9) << "model.layers=" << c.model.layers << ";model.hidden=" << c.model.hidden
-            << ";model.seq=" << c.model.seq << ";model.batch=" << c.model.global_batch
-            << ";model.dtype=" << c.dtype << ";train.seed=" << c.seed
-            << ";train.optimizer=" << int(c.optimizer.kind) << ";lr=" << c.optimizer.lr
-            << ";momentum=" << c.optimizer.momentum << ";beta1=" << c.optimizer.beta1
-            << ";beta2=" << c.optimizer.beta2 << ";eps=" << c.optimizer.eps
-            << ";data=synthetic-philox4x32-10";
+  canonical << std::setprecision(9) << "model.layers=" << c.model.layers
+            << ";model.hidden=" << c.model.hidden << ";model.seq=" << c.model.seq
+            << ";model.batch=" << c.model.global_batch << ";model.dtype=" << c.dtype
+            << ";train.seed=" << c.seed << ";train.optimizer=" << int(c.optimizer.kind)
+            << ";lr=" << c.optimizer.lr << ";momentum=" << c.optimizer.momentum
+            << ";beta1=" << c.optimizer.beta1 << ";beta2=" << c.optimizer.beta2
+            << ";eps=" << c.optimizer.eps << ";data=synthetic-philox4x32-10";
   const std::string text = canonical.str();
   return digest_of(text.data(), text.size()).hex();
 }
@@ -277,14 +276,22 @@ nlohmann::json effective_options(const po::variables_map& vm) {
   for (const auto& [name, entry] : vm) {
     if (name == "operand") continue;
     const boost::any& v = entry.value();
-    if (auto p = boost::any_cast<int64_t>(&v)) out[name] = *p;
-    else if (auto p = boost::any_cast<uint64_t>(&v)) out[name] = *p;
-    else if (auto p = boost::any_cast<int>(&v)) out[name] = *p;
-    else if (auto p = boost::any_cast<double>(&v)) out[name] = *p;
-    else if (auto p = boost::any_cast<bool>(&v)) out[name] = *p;
-    else if (auto p = boost::any_cast<std::string>(&v)) out[name] = *p;
-    else if (auto p = boost::any_cast<std::vector<std::string>>(&v)) out[name] = *p;
-    else out[name] = nullptr;
+    if (auto p = boost::any_cast<int64_t>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<uint64_t>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<int>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<double>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<bool>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<std::string>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<std::vector<std::string>>(&v))
+      out[name] = *p;
+    else
+      out[name] = nullptr;
   }
   return out;
 }

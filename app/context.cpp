@@ -55,7 +55,8 @@ nlohmann::json nvidia_smi_topology() {
   std::string output;
   std::array<char, 4096> chunk;
   size_t n = 0;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe.get())) > 0) output.append(chunk.data(), n);
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe.get())) > 0)
+    output.append(chunk.data(), n);
   return output;
 }
 
@@ -71,8 +72,7 @@ std::vector<std::string> timing_warnings(const TimingEnvironment& env) {
                        "', not 'performance': clock ramps add noise");
   if (env.build_type != "Release" && env.build_type != "RelWithDebInfo")
     warnings.push_back("built as '" + env.build_type + "': timings are not representative");
-  if (env.sanitizers)
-    warnings.push_back("built with sanitizers: timings are not representative");
+  if (env.sanitizers) warnings.push_back("built with sanitizers: timings are not representative");
   if (env.measured_steps < 10)
     warnings.push_back("only " + std::to_string(env.measured_steps) +
                        " measured steps: percentiles rest on few samples");

@@ -17,9 +17,12 @@ json summary_json(const Summary& s) {
 
 using Field = double StepTiming::*;
 const std::vector<std::pair<const char*, Field>> kPhases = {
-    {"data", &StepTiming::data},           {"compute", &StepTiming::compute},
-    {"comm", &StepTiming::comm},           {"comm_exposed", &StepTiming::comm_exposed},
-    {"optimizer", &StepTiming::optimizer}, {"checkpoint", &StepTiming::checkpoint},
+    {"data", &StepTiming::data},
+    {"compute", &StepTiming::compute},
+    {"comm", &StepTiming::comm},
+    {"comm_exposed", &StepTiming::comm_exposed},
+    {"optimizer", &StepTiming::optimizer},
+    {"checkpoint", &StepTiming::checkpoint},
     {"step", &StepTiming::step}};
 
 std::vector<double> column(const std::vector<StepTiming>& steps, Field field) {
@@ -42,7 +45,10 @@ std::vector<std::vector<double>> arrival_skew(const std::vector<std::vector<Step
 
 json check(const std::string& name, json value, json threshold, const std::string& status,
            const std::string& reason) {
-  return {{"name", name}, {"value", value}, {"threshold", threshold}, {"status", status},
+  return {{"name", name},
+          {"value", value},
+          {"threshold", threshold},
+          {"status", status},
           {"reason", reason}};
 }
 
@@ -60,7 +66,9 @@ std::string ms(double seconds) {
 
 }  // namespace
 
-int exit_code_for(const std::string& verdict) { return verdict == "FAIL" ? kExitFail : kExitPass; }
+int exit_code_for(const std::string& verdict) {
+  return verdict == "FAIL" ? kExitFail : kExitPass;
+}
 
 json build_report(const RunRecord& run) {
   const TrainConfig& cfg = run.config;
@@ -74,11 +82,13 @@ json build_report(const RunRecord& run) {
   std::vector<StepTiming> all;
   for (const auto& rank : run.timings) all.insert(all.end(), rank.begin(), rank.end());
   json phases;
-  for (const auto& [name, field] : kPhases) phases[name] = summary_json(summarize(column(all, field)));
+  for (const auto& [name, field] : kPhases)
+    phases[name] = summary_json(summarize(column(all, field)));
 
   // Straggler scores from each rank's typical compute time.
   std::vector<double> compute_p50;
-  for (const auto& rank : run.timings) compute_p50.push_back(median(column(rank, &StepTiming::compute)));
+  for (const auto& rank : run.timings)
+    compute_p50.push_back(median(column(rank, &StepTiming::compute)));
   const std::vector<double> scores = straggler_scores(compute_p50);
   const double typical_compute = median(compute_p50);
   const auto skew = arrival_skew(run.timings);
@@ -97,21 +107,23 @@ json build_report(const RunRecord& run) {
         compute_p50[r] > 0 ? local_flops_per_sample * share.samples / compute_p50[r] : 0.0;
     const bool flagged = scores[r] < kStragglerThreshold;
     if (flagged) stragglers.push_back(int(r));
-    ranks.push_back({{"rank", info.rank},
-                     {"host", info.host},
-                     {"local_rank", info.local_rank},
-                     {"device", info.device},
-                     {"cpu_affinity", info.cpu_affinity},
-                     {"numa_nodes", info.numa_nodes.empty() ? json(nullptr) : json(info.numa_nodes)},
-                     {"samples_per_step", share.samples},
-                     {"p50", p50},
-                     {"straggler_score", scores[r]},
-                     {"flagged", flagged},
-                     {"arrival_skew", {{"p50", median(skew[r])},
-                                       {"max", skew[r].empty() ? 0.0 : *std::max_element(skew[r].begin(), skew[r].end())}}},
-                     {"gemm_rate_flops", info.gemm_rate_flops},
-                     {"compute_flops", compute_rate},
-                     {"digest", run.digests[r]}});
+    ranks.push_back(
+        {{"rank", info.rank},
+         {"host", info.host},
+         {"local_rank", info.local_rank},
+         {"device", info.device},
+         {"cpu_affinity", info.cpu_affinity},
+         {"numa_nodes", info.numa_nodes.empty() ? json(nullptr) : json(info.numa_nodes)},
+         {"samples_per_step", share.samples},
+         {"p50", p50},
+         {"straggler_score", scores[r]},
+         {"flagged", flagged},
+         {"arrival_skew",
+          {{"p50", median(skew[r])},
+           {"max", skew[r].empty() ? 0.0 : *std::max_element(skew[r].begin(), skew[r].end())}}},
+         {"gemm_rate_flops", info.gemm_rate_flops},
+         {"compute_flops", compute_rate},
+         {"digest", run.digests[r]}});
   }
 
   // Nodes: a node is flagged when one of its ranks is, or when its typical compute is slow
@@ -197,8 +209,9 @@ json build_report(const RunRecord& run) {
                      {"overlap", cfg.overlap},
                      {"comm", run.comm_timing_method},
                      {"comm_exposed", "wait after compute finished until every bucket is reduced"},
-                     {"arrival", "entry into the step's first collective, on a clock aligned to "
-                                 "rank 0 (Cristian ping-pong)"}};
+                     {"arrival",
+                      "entry into the step's first collective, on a clock aligned to "
+                      "rank 0 (Cristian ping-pong)"}};
   train["arrival_skew"] = summary_json(summarize(all_skew));
   train["au"] = step_sum > 0 ? compute_sum / step_sum : 0.0;
   train["samples_per_s"] = mean_step > 0 ? double(cfg.model.global_batch) / mean_step : 0.0;
@@ -222,10 +235,10 @@ json build_report(const RunRecord& run) {
                 " allreduce results were wrong, first seen on rank " +
                 std::to_string(cc.first_wrong_rank)));
   const double worst = scores.empty() ? 1.0 : *std::min_element(scores.begin(), scores.end());
-  checks.push_back(check("straggler_score", worst, kStragglerThreshold,
-                         stragglers.empty() ? "pass" : "warn",
-                         stragglers.empty() ? "no rank computes more slowly than 1/0.8 of the median"
-                                            : "stragglers: ranks " + join_ranks(stragglers)));
+  checks.push_back(
+      check("straggler_score", worst, kStragglerThreshold, stragglers.empty() ? "pass" : "warn",
+            stragglers.empty() ? "no rank computes more slowly than 1/0.8 of the median"
+                               : "stragglers: ranks " + join_ranks(stragglers)));
   std::string node_list;
   for (const auto& h : flagged_nodes) node_list += (node_list.empty() ? "" : ", ") + h;
   checks.push_back(check("flagged_nodes", flagged_nodes.size(), 0,

@@ -34,38 +34,43 @@ std::string render_summary(const json& report, size_t slowest_ranks_shown) {
   const json& train = report.at("train");
   const json& model = train.at("model");
   std::string out;
-  out += format("trainproof %s: %d ranks on %zu hosts, %lld steps (%lld warm-up), compute %s, "
-                "comm %s%s\n",
-                ctx.at("tool").at("version").get<std::string>().c_str(),
-                ctx.at("world_size").get<int>(), ctx.at("hosts").size(),
-                train.at("steps_run").get<long long>(), train.at("warmup_steps").get<long long>(),
-                ctx.at("backends").at("compute").get<std::string>().c_str(),
-                ctx.at("backends").at("comm").get<std::string>().c_str(),
-                train.at("timing").at("overlap").get<bool>() ? " (overlapped)" : " (blocking)");
+  out += format(
+      "trainproof %s: %d ranks on %zu hosts, %lld steps (%lld warm-up), compute %s, "
+      "comm %s%s\n",
+      ctx.at("tool").at("version").get<std::string>().c_str(), ctx.at("world_size").get<int>(),
+      ctx.at("hosts").size(), train.at("steps_run").get<long long>(),
+      train.at("warmup_steps").get<long long>(),
+      ctx.at("backends").at("compute").get<std::string>().c_str(),
+      ctx.at("backends").at("comm").get<std::string>().c_str(),
+      train.at("timing").at("overlap").get<bool>() ? " (overlapped)" : " (blocking)");
   out += format("model: %d layers x %d hidden, seq %d, global batch %lld, %s parameters\n\n",
                 model.at("layers").get<int>(), model.at("hidden").get<int>(),
                 model.at("seq").get<int>(), model.at("global_batch").get<long long>(),
                 si(model.at("parameters").get<double>(), "").c_str());
 
-  out += format("%-14s %10s %10s %10s %10s %10s\n", "phase (ms)", "min", "p50", "p99", "max", "mean");
-  for (const char* phase : {"data", "compute", "comm", "comm_exposed", "optimizer", "checkpoint", "step"}) {
+  out +=
+      format("%-14s %10s %10s %10s %10s %10s\n", "phase (ms)", "min", "p50", "p99", "max", "mean");
+  for (const char* phase :
+       {"data", "compute", "comm", "comm_exposed", "optimizer", "checkpoint", "step"}) {
     const json& s = train.at("phases").at(phase);
-    out += format("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", phase, s.at("min").get<double>() * 1e3,
-                  s.at("p50").get<double>() * 1e3, s.at("p99").get<double>() * 1e3,
-                  s.at("max").get<double>() * 1e3, s.at("mean").get<double>() * 1e3);
+    out +=
+        format("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", phase, s.at("min").get<double>() * 1e3,
+               s.at("p50").get<double>() * 1e3, s.at("p99").get<double>() * 1e3,
+               s.at("max").get<double>() * 1e3, s.at("mean").get<double>() * 1e3);
   }
   const json& skew = train.at("arrival_skew");
   out += format("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", "arrival_skew",
                 skew.at("min").get<double>() * 1e3, skew.at("p50").get<double>() * 1e3,
                 skew.at("p99").get<double>() * 1e3, skew.at("max").get<double>() * 1e3,
                 skew.at("mean").get<double>() * 1e3);
-  out += format("\nAU %.3f | %s samples/s | %s tokens/s | achieved %s (%.0f%% of the GEMM-alone "
-                "rate %s)\n",
-                train.at("au").get<double>(), si(train.at("samples_per_s").get<double>(), "").c_str(),
-                si(train.at("tokens_per_s").get<double>(), "").c_str(),
-                si(train.at("achieved_flops").get<double>(), "FLOP/s").c_str(),
-                100.0 * train.at("achieved_vs_gemm_rate").get<double>(),
-                si(train.at("gemm_rate_flops").get<double>(), "FLOP/s").c_str());
+  out += format(
+      "\nAU %.3f | %s samples/s | %s tokens/s | achieved %s (%.0f%% of the GEMM-alone "
+      "rate %s)\n",
+      train.at("au").get<double>(), si(train.at("samples_per_s").get<double>(), "").c_str(),
+      si(train.at("tokens_per_s").get<double>(), "").c_str(),
+      si(train.at("achieved_flops").get<double>(), "FLOP/s").c_str(),
+      100.0 * train.at("achieved_vs_gemm_rate").get<double>(),
+      si(train.at("gemm_rate_flops").get<double>(), "FLOP/s").c_str());
 
   std::vector<json> ranks(report.at("ranks").begin(), report.at("ranks").end());
   std::stable_sort(ranks.begin(), ranks.end(), [](const json& a, const json& b) {
@@ -75,8 +80,9 @@ std::string render_summary(const json& report, size_t slowest_ranks_shown) {
                 "score", "skew p50");
   for (size_t i = 0; i < std::min(slowest_ranks_shown, ranks.size()); ++i) {
     const json& r = ranks[i];
-    out += format("  rank %-5d %-22s %9.3f ms %9.3f ms %10.2f %9.3f ms%s\n", r.at("rank").get<int>(),
-                  r.at("host").get<std::string>().c_str(), r.at("p50").at("compute").get<double>() * 1e3,
+    out += format("  rank %-5d %-22s %9.3f ms %9.3f ms %10.2f %9.3f ms%s\n",
+                  r.at("rank").get<int>(), r.at("host").get<std::string>().c_str(),
+                  r.at("p50").at("compute").get<double>() * 1e3,
                   r.at("p50").at("step").get<double>() * 1e3, r.at("straggler_score").get<double>(),
                   r.at("arrival_skew").at("p50").get<double>() * 1e3,
                   r.at("flagged").get<bool>() ? "  FLAGGED" : "");

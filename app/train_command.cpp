@@ -41,13 +41,18 @@ struct Backends {
 Backends select_backends(const TrainConfig& cfg, const World& world) {
   Backends b;
   if (cfg.compute_backend == "cuda")
-    throw UsageError("compute.backend=cuda: this trainproof build has no GPU backend; use cpu or auto");
+    throw UsageError(
+        "compute.backend=cuda: this trainproof build has no GPU backend; use cpu or auto");
   if (cfg.comm_backend == "nccl")
-    throw UsageError("comm.backend=nccl: this trainproof build has no GPU backend; use mpi or auto");
-  if (cfg.compute_backend == "auto") b.notes.push_back("compute.backend=auto chose cpu: no GPU backend in this build");
-  if (cfg.comm_backend == "auto") b.notes.push_back("comm.backend=auto chose mpi: no GPU backend in this build");
+    throw UsageError(
+        "comm.backend=nccl: this trainproof build has no GPU backend; use mpi or auto");
+  if (cfg.compute_backend == "auto")
+    b.notes.push_back("compute.backend=auto chose cpu: no GPU backend in this build");
+  if (cfg.comm_backend == "auto")
+    b.notes.push_back("comm.backend=auto chose mpi: no GPU backend in this build");
   if (cfg.dtype != "fp32")
-    throw UsageError("model.dtype=" + cfg.dtype + " needs compute.backend=cuda; the cpu backend computes fp32");
+    throw UsageError("model.dtype=" + cfg.dtype +
+                     " needs compute.backend=cuda; the cpu backend computes fp32");
   b.compute = make_cpu_backend();
   b.comm = make_mpi_collective(world, world.local_size > int(online_cpus()));
   return b;
@@ -71,10 +76,11 @@ void check_memory(const World& world, const ComputeBackend& backend, const Backe
   if (available && double(needed) > 0.9 * double(*available))
     problem = "model too large for memory on host " + world.host + ": " +
               std::to_string(world.local_size) + " ranks x " + gib(per_rank) + " = " + gib(needed) +
-              " needed, " + gib(*available) + " available (model.layers=" +
-              std::to_string(cfg.model.layers) + ", model.hidden=" + std::to_string(cfg.model.hidden) +
-              ", model.seq=" + std::to_string(cfg.model.seq) + ", model.batch=" +
-              std::to_string(cfg.model.global_batch) + ")";
+              " needed, " + gib(*available) +
+              " available (model.layers=" + std::to_string(cfg.model.layers) +
+              ", model.hidden=" + std::to_string(cfg.model.hidden) +
+              ", model.seq=" + std::to_string(cfg.model.seq) +
+              ", model.batch=" + std::to_string(cfg.model.global_batch) + ")";
   const auto problems = gather_strings_at_root(world, problem);
   int any = problem.empty() ? 0 : 1;
   mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, world.comm));
@@ -113,10 +119,12 @@ json build_context(const Invocation& inv, const TrainConfig& cfg, const World& w
                    const std::string& start_time, const std::vector<std::string>& notes,
                    const std::string& compute, const std::string& comm, int64_t measured_steps) {
   json ctx;
-  ctx["tool"] = {{"name", "trainproof"}, {"version", build::kVersion},
-                 {"git_revision", build::kGitRevision}};
-  ctx["build"] = {{"type", build::kBuildType}, {"sanitizers", build::kSanitizers},
-                  {"gpu_toolchain_found", build::kGpuToolchainFound}, {"gpu_backend_built", false}};
+  ctx["tool"] = {
+      {"name", "trainproof"}, {"version", build::kVersion}, {"git_revision", build::kGitRevision}};
+  ctx["build"] = {{"type", build::kBuildType},
+                  {"sanitizers", build::kSanitizers},
+                  {"gpu_toolchain_found", build::kGpuToolchainFound},
+                  {"gpu_backend_built", false}};
   ctx["start_time"] = start_time;
   ctx["end_time"] = utc_timestamp();
   ctx["command_line"] = inv.argv;
@@ -133,16 +141,21 @@ json build_context(const Invocation& inv, const TrainConfig& cfg, const World& w
     busiest = std::max(busiest, world.ranks_on(h));
   }
   ctx["ranks_per_host"] = per_host;
-  ctx["versions"] = {{"mpi", mpi_library_version()}, {"nccl", nullptr}, {"cuda", nullptr},
-                     {"driver", nullptr}, {"hdf5", hdf5_version()},
+  ctx["versions"] = {{"mpi", mpi_library_version()},
+                     {"nccl", nullptr},
+                     {"cuda", nullptr},
+                     {"driver", nullptr},
+                     {"hdf5", hdf5_version()},
                      {"openblas", openblas_version()}};
   ctx["gpus"] = json::array();
   ctx["nvidia_smi_topo"] = nvidia_smi_topology();
   ctx["environment"] = launcher_environment(process_environment());
   ctx["checkpoint_filesystem"] = nullptr;
-  ctx["backends"] = {{"compute", compute}, {"comm", comm},
+  ctx["backends"] = {{"compute", compute},
+                     {"comm", comm},
                      {"compute_requested", cfg.compute_backend},
-                     {"comm_requested", cfg.comm_backend}, {"notes", notes}};
+                     {"comm_requested", cfg.comm_backend},
+                     {"notes", notes}};
   ctx["warnings"] = timing_warnings({busiest, online_cpus(), cpu_governor(), build::kBuildType,
                                      build::kSanitizers, measured_steps});
   return ctx;
@@ -161,7 +174,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
 
   const BatchShare share = batch_share(cfg.model.global_batch, world.size, world.rank);
   BackendConfig bc{cfg.model.layers, cfg.model.hidden, cfg.model.seq, cfg.model.global_batch,
-                   share.samples, cfg.seed, cfg.optimizer};
+                   share.samples,    cfg.seed,         cfg.optimizer};
   check_memory(world, *backends.compute, bc, cfg);
   backends.compute->initialize(bc);
 
@@ -177,11 +190,12 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
                   collective.wrong_elements, collective.first_wrong_rank);
   const double gemm_rate = backends.compute->measure_gemm_rate(0.2);
   if (world.rank == 0)
-    spdlog::info("{} ranks on {} hosts; model {} layers x {} hidden, seq {}, global batch {}; "
-                 "compute {}, comm {} ({})",
-                 world.size, world.hosts.size(), cfg.model.layers, cfg.model.hidden, cfg.model.seq,
-                 cfg.model.global_batch, backends.compute->name(), backends.comm->name(),
-                 cfg.overlap ? "overlapped" : "blocking");
+    spdlog::info(
+        "{} ranks on {} hosts; model {} layers x {} hidden, seq {}, global batch {}; "
+        "compute {}, comm {} ({})",
+        world.size, world.hosts.size(), cfg.model.layers, cfg.model.hidden, cfg.model.seq,
+        cfg.model.global_batch, backends.compute->name(), backends.comm->name(),
+        cfg.overlap ? "overlapped" : "blocking");
   mpiCheck(MPI_Barrier(world.comm));
 
   SyntheticBatchSource source(cfg.model, share, cfg.seed);
@@ -191,7 +205,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
 
   // Rank 0 gathers every rank's timings, digest and facts.
   const std::vector<double> all_timings = gather_at_root(world, flatten(result.measured));
-  const std::vector<double> all_rates = gather_at_root(world, {gemm_rate, double(world.local_rank)});
+  const std::vector<double> all_rates =
+      gather_at_root(world, {gemm_rate, double(world.local_rank)});
   const auto digests = gather_strings_at_root(world, result.digest.hex());
   const auto affinities = gather_strings_at_root(world, cpu_affinity_list());
   const auto numa = gather_strings_at_root(world, numa_nodes_of(cpu_affinity()));
@@ -216,7 +231,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     const json report = build_report(run);
     const std::string path = inv.options["report"].as<std::string>();
     write_report(path, report);
-    std::cout << '\n' << render_summary(report) << "report: " << fs::absolute(path).string() << '\n'
+    std::cout << '\n'
+              << render_summary(report) << "report: " << fs::absolute(path).string() << '\n'
               << std::flush;
     exit_code = exit_code_for(report["verdict"]);
   }

@@ -19,9 +19,13 @@ DigestBuilder::DigestBuilder() : state_(XXH3_createState()) {
   XXH3_128bits_reset(state_);
 }
 
-DigestBuilder::~DigestBuilder() { XXH3_freeState(state_); }
+DigestBuilder::~DigestBuilder() {
+  XXH3_freeState(state_);
+}
 
-void DigestBuilder::add(const void* data, size_t bytes) { XXH3_128bits_update(state_, data, bytes); }
+void DigestBuilder::add(const void* data, size_t bytes) {
+  XXH3_128bits_update(state_, data, bytes);
+}
 
 Digest128 DigestBuilder::finish() const {
   const XXH128_hash_t h = XXH3_128bits_digest(state_);

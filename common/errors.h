@@ -10,7 +10,8 @@ inline constexpr int kExitFail = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitRuntime = 3;
 
-// Bad usage or bad input, detected before anything ran. The message names the option, file or value.
+// Bad usage or bad input, detected before anything ran. The message names the option, file or
+// value.
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -25,5 +25,7 @@ std::string& identity_storage() {
 void set_identity(int rank, const std::string& host) {
   identity_storage() = "rank " + std::to_string(rank) + " on host " + host;
 }
-const std::string& identity() { return identity_storage(); }
+const std::string& identity() {
+  return identity_storage();
+}
 }  // namespace tp

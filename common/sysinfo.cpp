@@ -42,7 +42,9 @@ std::string format_cpulist(std::vector<int> ids) {
   return out;
 }
 
-std::string cpu_affinity_list() { return format_cpulist(cpu_affinity()); }
+std::string cpu_affinity_list() {
+  return format_cpulist(cpu_affinity());
+}
 
 std::string numa_nodes_of(const std::vector<int>& cpus) {
   namespace fs = std::filesystem;

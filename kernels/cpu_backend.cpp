@@ -45,8 +45,8 @@ class CpuBackend final : public ComputeBackend {
     const uint64_t tokens = uint64_t(c.local_samples) * c.seq * c.hidden;
     // params + grads + optimizer, activations of every layer boundary, targets and two
     // activation-gradient buffers, and one per-sample weight-gradient scratch.
-    return sizeof(float) * (layer * c.layers * (2 + states) + tokens * (c.layers + 1) +
-                            tokens * 3 + layer);
+    return sizeof(float) *
+           (layer * c.layers * (2 + states) + tokens * (c.layers + 1) + tokens * 3 + layer);
   }
 
   void initialize(const BackendConfig& c) override {
@@ -102,7 +102,8 @@ class CpuBackend final : public ComputeBackend {
       shape_and_accumulate(sample_weight_grad_.data(), grad, layer_size_, grid_);
       progress();
       if (layer > 0) {
-        gemm(false, true, seq, h, h, dy, layer_params(layer), downstream_.data() + sample_size_ * s);
+        gemm(false, true, seq, h, h, dy, layer_params(layer),
+             downstream_.data() + sample_size_ * s);
         progress();
       }
     }
@@ -190,7 +191,9 @@ class CpuBackend final : public ComputeBackend {
 
 }  // namespace
 
-std::unique_ptr<ComputeBackend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<ComputeBackend> make_cpu_backend() {
+  return std::make_unique<CpuBackend>();
+}
 
 std::string openblas_version() {
   const char* config = openblas_get_config();

@@ -20,7 +20,7 @@ struct GradGrid {
 };
 
 inline GradGrid make_grad_grid(int64_t global_batch) {
-  const int64_t units_total = int64_t{1} << 24;  // the largest exactly summable integer span
+  const int64_t units_total = int64_t{1} << 24;     // the largest exactly summable integer span
   const int64_t rounding_limit = int64_t{1} << 22;  // round_to_integer is exact below this
   int64_t max_units = units_total / global_batch;
   if (max_units > rounding_limit) max_units = rounding_limit;

@@ -15,15 +15,15 @@ namespace tp {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(code, text, &length);
-  throw RuntimeError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + " on " +
-                     identity() + ": " + std::string(text, length));
+  throw RuntimeError(std::string(call) + " failed at " + file + ":" + std::to_string(line) +
+                     " on " + identity() + ": " + std::string(text, length));
 }
 
 }  // namespace tp
 
-#define mpiCheck(call)                                                             \
-  do {                                                                             \
-    const int mpi_check_code_ = (call);                                            \
-    if (mpi_check_code_ != MPI_SUCCESS)                                            \
-      ::tp::throw_mpi_error(mpi_check_code_, #call, __FILE__, __LINE__);           \
+#define mpiCheck(call)                                                   \
+  do {                                                                   \
+    const int mpi_check_code_ = (call);                                  \
+    if (mpi_check_code_ != MPI_SUCCESS)                                  \
+      ::tp::throw_mpi_error(mpi_check_code_, #call, __FILE__, __LINE__); \
   } while (0)

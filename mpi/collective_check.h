@@ -12,7 +12,7 @@ namespace tp {
 struct CollectiveCheck {
   int64_t wrong_elements = 0;  // summed over all ranks and both paths
   int64_t checked_elements = 0;
-  int first_wrong_rank = -1;   // lowest rank that saw a wrong value, or -1
+  int first_wrong_rank = -1;  // lowest rank that saw a wrong value, or -1
 };
 
 // Rank r contributes 1 + (i + r) % 3 at element i: small integers, so the fp32 sum is exact and

@@ -89,8 +89,9 @@ class MpiCollective final : public Collective {
 
  private:
   static int checked_count(size_t count) {
-    if (count > size_t(INT_MAX)) throw RuntimeError("allreduce bucket of " + std::to_string(count) +
-                                                    " floats exceeds MPI's int count");
+    if (count > size_t(INT_MAX))
+      throw RuntimeError("allreduce bucket of " + std::to_string(count) +
+                         " floats exceeds MPI's int count");
     return static_cast<int>(count);
   }
   // MPI_Waitall busy-polls. When ranks outnumber cores, a polling rank steals the core from a rank
@@ -98,7 +99,8 @@ class MpiCollective final : public Collective {
   // tests instead, at the cost of up to one sleep of extra latency per wait.
   void wait_for_pending() {
     if (!sleep_while_waiting_) {
-      mpiCheck(MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE));
+      mpiCheck(
+          MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE));
       return;
     }
     for (;;) {

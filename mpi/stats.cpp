@@ -16,7 +16,9 @@ double percentile(std::vector<double> values, double p) {
   return values[below] + (values[above] - values[below]) * fraction;
 }
 
-double median(std::vector<double> values) { return percentile(std::move(values), 50.0); }
+double median(std::vector<double> values) {
+  return percentile(std::move(values), 50.0);
+}
 
 Summary summarize(const std::vector<double>& values) {
   Summary s;

@@ -17,8 +17,8 @@ void SyntheticBatchSource::next(int64_t step, Batch& batch) {
     const uint64_t sample = uint64_t(batch.first_global_sample + i);
     philox::fill_uniform(batch.inputs.data() + per_sample * i, per_sample, seed_, philox::kInputs,
                          sample, 1.0f);
-    philox::fill_uniform(batch.targets.data() + per_sample * i, per_sample, seed_,
-                         philox::kTargets, sample, 1.0f);
+    philox::fill_uniform(batch.targets.data() + per_sample * i, per_sample, seed_, philox::kTargets,
+                         sample, 1.0f);
   }
 }
 

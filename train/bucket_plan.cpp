@@ -9,7 +9,8 @@ std::vector<Bucket> plan_buckets(int layers, size_t layer_floats, double bucket_
   for (int l = layers - 1; l >= 0; --l) {
     const double bytes = double(highest - l + 1) * double(layer_floats) * sizeof(float);
     if (bytes >= cap_bytes || l == 0) {
-      buckets.push_back({l, highest, size_t(l) * layer_floats, size_t(highest - l + 1) * layer_floats});
+      buckets.push_back(
+          {l, highest, size_t(l) * layer_floats, size_t(highest - l + 1) * layer_floats});
       highest = l - 1;
     }
   }

@@ -10,10 +10,14 @@ namespace tp {
 
 const char* phase_name(Phase phase) {
   switch (phase) {
-    case Phase::data: return "data";
-    case Phase::compute: return "compute";
-    case Phase::comm: return "comm";
-    case Phase::optimizer: return "optimizer";
+    case Phase::data:
+      return "data";
+    case Phase::compute:
+      return "compute";
+    case Phase::comm:
+      return "comm";
+    case Phase::optimizer:
+      return "optimizer";
   }
   return "?";
 }
@@ -25,8 +29,8 @@ std::map<std::string, std::string> parse_fields(const std::string& text, const s
   size_t start = 0;
   while (start <= body.size()) {
     const size_t comma = body.find(',', start);
-    const std::string item = body.substr(start, comma == std::string::npos ? std::string::npos
-                                                                           : comma - start);
+    const std::string item =
+        body.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
       throw UsageError("--fault '" + text + "': expected key=value, got '" + item + "'");
@@ -73,10 +77,15 @@ FaultSpec parse_fault(const std::string& text) {
   if (kind == "slow") {
     spec.kind = FaultSpec::Kind::slow;
     for (const auto& [key, value] : fields) {
-      if (key == "rank") spec.rank = int(parse_integer(text, key, value, 0));
-      else if (key == "ms") spec.ms = parse_number(text, key, value);
-      else if (key == "step") spec.step = parse_integer(text, key, value, 1);
-      else throw UsageError("--fault '" + text + "': unknown key '" + key + "' for slow (rank, ms, step)");
+      if (key == "rank")
+        spec.rank = int(parse_integer(text, key, value, 0));
+      else if (key == "ms")
+        spec.ms = parse_number(text, key, value);
+      else if (key == "step")
+        spec.step = parse_integer(text, key, value, 1);
+      else
+        throw UsageError("--fault '" + text + "': unknown key '" + key +
+                         "' for slow (rank, ms, step)");
     }
     if (!fields.count("rank") || !fields.count("ms"))
       throw UsageError("--fault '" + text + "': slow needs rank=R and ms=M");
@@ -100,7 +109,8 @@ void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64
                        " ranks, so it can never fire");
     if (f.step && *f.step > steps)
       throw UsageError("--fault '" + f.text + "': step " + std::to_string(*f.step) +
-                       " is beyond train.steps=" + std::to_string(steps) + ", so it can never fire");
+                       " is beyond train.steps=" + std::to_string(steps) +
+                       ", so it can never fire");
   }
 }
 

@@ -32,8 +32,8 @@ StepLoop::StepLoop(const TrainConfig& config, int rank, ComputeBackend& backend,
       source_(source),
       faults_(faults),
       clock_(clock),
-      buckets_(plan_buckets(config.model.layers,
-                            size_t(config.model.hidden) * config.model.hidden, config.bucket_mb)) {}
+      buckets_(plan_buckets(config.model.layers, size_t(config.model.hidden) * config.model.hidden,
+                            config.bucket_mb)) {}
 
 TrainResult StepLoop::run() {
   TrainResult result;
@@ -45,11 +45,12 @@ TrainResult StepLoop::run() {
     ++result.steps_run;
     if (s > config_.warmup_steps) result.measured.push_back(timing);
     if (rank_ == 0 && (s % log_every == 0 || s == config_.steps))
-      spdlog::info("step {}/{}{}: step {:.2f} ms, data {:.2f} ms, compute {:.2f} ms, comm {:.2f} ms "
-                   "(exposed {:.2f} ms), optimizer {:.2f} ms",
-                   s, config_.steps, s <= config_.warmup_steps ? " (warm-up)" : "",
-                   timing.step * 1e3, timing.data * 1e3, timing.compute * 1e3, timing.comm * 1e3,
-                   timing.comm_exposed * 1e3, timing.optimizer * 1e3);
+      spdlog::info(
+          "step {}/{}{}: step {:.2f} ms, data {:.2f} ms, compute {:.2f} ms, comm {:.2f} ms "
+          "(exposed {:.2f} ms), optimizer {:.2f} ms",
+          s, config_.steps, s <= config_.warmup_steps ? " (warm-up)" : "", timing.step * 1e3,
+          timing.data * 1e3, timing.compute * 1e3, timing.comm * 1e3, timing.comm_exposed * 1e3,
+          timing.optimizer * 1e3);
   }
   backend_.set_progress_hook(nullptr);
   if (config_.test.perturb_state_rank == rank_) backend_.perturb_state_for_test();

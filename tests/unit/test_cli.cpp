@@ -31,7 +31,8 @@ TEST(Cli, DefaultsApplyWithoutScenario) {
 }
 
 TEST(Cli, CommandLineWinsOverScenarioFile) {
-  const auto path = write_ini("precedence.ini", "[train]\nsteps = 100\nwarmup_steps = 3\n[model]\nlayers = 6\n");
+  const auto path =
+      write_ini("precedence.ini", "[train]\nsteps = 100\nwarmup_steps = 3\n[model]\nlayers = 6\n");
   const auto inv = parse({"train", "--scenario", path, "--train.steps=40"});
   const auto cfg = tp::train_config_from(inv.options);
   EXPECT_EQ(cfg.steps, 40);        // command line
@@ -61,7 +62,9 @@ void expect_usage_error(std::vector<std::string> args, const std::string& must_n
   }
 }
 
-TEST(Cli, UnknownOptionOnCommandLine) { expect_usage_error({"train", "--train.stepz=3"}, "train.stepz"); }
+TEST(Cli, UnknownOptionOnCommandLine) {
+  expect_usage_error({"train", "--train.stepz=3"}, "train.stepz");
+}
 
 TEST(Cli, UnknownOptionInScenarioNamesFileAndOption) {
   const auto path = write_ini("unknown.ini", "[model]\nlayerz = 3\n");
@@ -69,25 +72,41 @@ TEST(Cli, UnknownOptionInScenarioNamesFileAndOption) {
   expect_usage_error({"train", "--scenario", path}, path);
 }
 
-TEST(Cli, MalformedValue) { expect_usage_error({"train", "--model.hidden=abc"}, "model.hidden"); }
-TEST(Cli, MissingScenario) { expect_usage_error({"train", "--scenario", "/nonexistent/x.ini"}, "/nonexistent/x.ini"); }
-TEST(Cli, NonPositiveSize) { expect_usage_error({"train", "--model.batch=0"}, "model.batch"); }
-TEST(Cli, NegativeSize) { expect_usage_error({"train", "--model.layers=-2"}, "model.layers"); }
-TEST(Cli, WarmupNotBelowSteps) { expect_usage_error({"train", "--train.steps=5", "--train.warmup_steps=5"}, "train.warmup_steps"); }
-TEST(Cli, UnknownChoice) { expect_usage_error({"train", "--train.optimizer=lion"}, "train.optimizer"); }
-TEST(Cli, UnknownSubcommand) { expect_usage_error({"trian"}, "trian"); }
+TEST(Cli, MalformedValue) {
+  expect_usage_error({"train", "--model.hidden=abc"}, "model.hidden");
+}
+TEST(Cli, MissingScenario) {
+  expect_usage_error({"train", "--scenario", "/nonexistent/x.ini"}, "/nonexistent/x.ini");
+}
+TEST(Cli, NonPositiveSize) {
+  expect_usage_error({"train", "--model.batch=0"}, "model.batch");
+}
+TEST(Cli, NegativeSize) {
+  expect_usage_error({"train", "--model.layers=-2"}, "model.layers");
+}
+TEST(Cli, WarmupNotBelowSteps) {
+  expect_usage_error({"train", "--train.steps=5", "--train.warmup_steps=5"}, "train.warmup_steps");
+}
+TEST(Cli, UnknownChoice) {
+  expect_usage_error({"train", "--train.optimizer=lion"}, "train.optimizer");
+}
+TEST(Cli, UnknownSubcommand) {
+  expect_usage_error({"trian"}, "trian");
+}
 TEST(Cli, ParamsAndHiddenConflict) {
   expect_usage_error({"train", "--model.params=100000", "--model.hidden=64"}, "model.params");
 }
 
 TEST(Cli, ParamsDeriveHidden) {
-  const auto cfg = tp::train_config_from(parse({"train", "--model.params=1000000", "--model.layers=4"}).options);
+  const auto cfg =
+      tp::train_config_from(parse({"train", "--model.params=1000000", "--model.layers=4"}).options);
   EXPECT_EQ(cfg.model.hidden, 500);
 }
 
 TEST(Cli, ScenarioHashIgnoresRunLengthButNotModel) {
   const auto a = tp::train_config_from(parse({"train"}).options);
-  const auto b = tp::train_config_from(parse({"train", "--train.steps=7", "--comm.bucket_mb=1"}).options);
+  const auto b =
+      tp::train_config_from(parse({"train", "--train.steps=7", "--comm.bucket_mb=1"}).options);
   const auto c = tp::train_config_from(parse({"train", "--model.hidden=255"}).options);
   const auto d = tp::train_config_from(parse({"train", "--train.lr=0.0100001"}).options);
   EXPECT_EQ(tp::scenario_hash(a), tp::scenario_hash(b));
@@ -97,10 +116,11 @@ TEST(Cli, ScenarioHashIgnoresRunLengthButNotModel) {
 
 TEST(Cli, HelpListsEveryOptionWithDefault) {
   const std::string help = tp::help_text("train");
-  for (const char* option : {"--model.layers", "--model.hidden", "--model.seq", "--model.batch",
-                             "--model.params", "--train.steps", "--train.warmup_steps", "--train.seed",
-                             "--train.optimizer", "--compute.backend", "--comm.backend",
-                             "--comm.bucket_mb", "--comm.overlap", "--fault", "--report", "slow:rank"})
+  for (const char* option :
+       {"--model.layers", "--model.hidden", "--model.seq", "--model.batch", "--model.params",
+        "--train.steps", "--train.warmup_steps", "--train.seed", "--train.optimizer",
+        "--compute.backend", "--comm.backend", "--comm.bucket_mb", "--comm.overlap", "--fault",
+        "--report", "slow:rank"})
     EXPECT_NE(help.find(option), std::string::npos) << option;
   EXPECT_NE(help.find("(=50)"), std::string::npos);
 }

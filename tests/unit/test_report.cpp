@@ -26,7 +26,8 @@ tp::RunRecord sample_run(double rank1_compute = 0.100) {
                  {"backends", {{"compute", "cpu"}, {"comm", "mpi"}}},
                  {"warnings", json::array()}};
   for (int r = 0; r < 4; ++r) {
-    run.ranks.push_back({r, r < 2 ? "node-a" : "node-b", r % 2, "cpu", std::to_string(r), "0", 1e10});
+    run.ranks.push_back(
+        {r, r < 2 ? "node-a" : "node-b", r % 2, "cpu", std::to_string(r), "0", 1e10});
     run.digests.push_back("00112233445566778899aabbccddeeff");
     std::vector<tp::StepTiming> steps;
     for (int i = 0; i < 10; ++i) {
@@ -92,7 +93,8 @@ TEST(Report, WrongCollectiveFails) {
   run.collective = {3, 8192, 1};
   const json report = tp::build_report(run);
   EXPECT_EQ(report["verdict"], "FAIL");
-  EXPECT_NE(report["gate"]["checks"][1]["reason"].get<std::string>().find("rank 1"), std::string::npos);
+  EXPECT_NE(report["gate"]["checks"][1]["reason"].get<std::string>().find("rank 1"),
+            std::string::npos);
 }
 
 // Golden output: the summary is a user interface; any change to it must be deliberate.
