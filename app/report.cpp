@@ -58,6 +58,12 @@ std::string join_ranks(const std::vector<int>& ranks) {
   return out;
 }
 
+std::string fixed2(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", value);
+  return text;
+}
+
 std::string ms(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
@@ -149,11 +155,11 @@ json build_report(const RunRecord& run) {
       if (scores[r] < kStragglerThreshold)
         reasons.push_back("rank " + std::to_string(r) + " is a straggler: compute p50 " +
                           ms(compute_p50[r]) + " against a median of " + ms(typical_compute) +
-                          " (score " + std::to_string(scores[r]).substr(0, 4) + ")");
+                          " (score " + fixed2(scores[r]) + ")");
     if (node_scores[n] < kStragglerThreshold)
       reasons.push_back("node compute p50 " + ms(node_compute[n]) + " against a node median of " +
                         ms(median(node_compute)) + " (score " +
-                        std::to_string(node_scores[n]).substr(0, 4) + ")");
+                        fixed2(node_scores[n]) + ")");
     if (!reasons.empty()) flagged_nodes.push_back(hosts[n]);
     nodes.push_back({{"host", hosts[n]},
                      {"ranks", ranks_of[hosts[n]]},

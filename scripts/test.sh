@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs the whole test suite under ctest. Then, when
+# TRAINPROOF_SANITIZE_TESTS is not 0, rebuilds the unit tests with ASan/UBSan and runs them too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+scripts/format.sh --check
+scripts/build.sh
+ctest --test-dir build --output-on-failure --timeout 600
+
+if [ "${TRAINPROOF_SANITIZE_TESTS:-1}" != 0 ]; then
+  echo "== unit tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+  TRAINPROOF_BUILD_DIR=build-asan CMAKE_BUILD_TYPE=Debug scripts/build.sh -DTRAINPROOF_SANITIZE=ON
+  ctest --test-dir build-asan --output-on-failure -L unit
+fi
+echo "== all tests passed"
