@@ -43,9 +43,9 @@ inline float shape_contribution(float sample_grad, const GradGrid& grid) {
   return round_to_integer(units) * grid.quantum;
 }
 
-inline void shape_and_accumulate(const float* sample_grad, float* accumulator, size_t n,
-                                 const GradGrid& grid) {
-  for (size_t i = 0; i < n; ++i) accumulator[i] += shape_contribution(sample_grad[i], grid);
-}
+// accumulator[i] += shape_contribution(sample_grad[i]) for i < n. Out of line so it is compiled
+// once per instruction set (grad_shaping.cpp); every variant performs the same IEEE operations.
+void shape_and_accumulate(const float* sample_grad, float* accumulator, size_t n,
+                          const GradGrid& grid);
 
 }  // namespace tp

@@ -92,3 +92,24 @@ TEST(GradShaping, UnshapedSumsDependOnOrder) {
 }
 
 }  // namespace
+
+namespace {
+
+// The vectorised pass must give the bits of the scalar definition, element by element.
+TEST(GradShaping, VectorisedPassMatchesScalarDefinition) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> heavy(0.0f, 30.0f);
+  const auto grid = tp::make_grad_grid(16);
+  std::vector<float> grads(1027), acc(1027), expected(1027);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    grads[i] = heavy(rng);
+    acc[i] = expected[i] = float(int(i % 17) - 8) * grid.quantum;
+  }
+  grads[5] = std::nanf("");
+  grads[6] = 1e30f;
+  for (size_t i = 0; i < grads.size(); ++i) expected[i] += tp::shape_contribution(grads[i], grid);
+  tp::shape_and_accumulate(grads.data(), acc.data(), grads.size(), grid);
+  for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(bits(acc[i]), bits(expected[i])) << i;
+}
+
+}  // namespace
