@@ -13,74 +13,80 @@ namespace {
 const char* const kSubcommands = "train, report";
 
 po::options_description registry() {
+  // clang-format off
   po::options_description general("General");
-  general.add_options()("help,h", "show this help and exit")("version",
-                                                             "print the version and exit")(
-      "scenario", po::value<std::string>()->value_name("FILE"),
-      "INI file of options ([section] name = value); the command line wins over it")(
-      "report",
-      po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
-      "where rank 0 writes the JSON report")("log.level",
-                                             po::value<std::string>()->default_value("info"),
-                                             "trace, debug, info, warn, error");
+  general.add_options()
+      ("help,h", "show this help and exit")
+      ("version", "print the version and exit")
+      ("scenario", po::value<std::string>()->value_name("FILE"),
+       "INI file of options ([section] name = value); the command line wins over it")
+      ("report", po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
+       "where rank 0 writes the JSON report")
+      ("log.level", po::value<std::string>()->default_value("info"),
+       "trace, debug, info, warn, error");
 
   po::options_description model("Model (decides the state; part of the scenario hash)");
-  model.add_options()("model.layers", po::value<int64_t>()->default_value(4),
-                      "square linear layers")(
-      "model.hidden", po::value<int64_t>()->default_value(256), "layer width")(
-      "model.params", po::value<int64_t>()->default_value(0),
-      "parameter budget; when > 0 the width is derived from it (give this or model.hidden)")(
-      "model.seq", po::value<int64_t>()->default_value(64), "tokens per sample")(
-      "model.batch", po::value<int64_t>()->default_value(32),
-      "GLOBAL batch in samples, split over the ranks")(
-      "model.dtype", po::value<std::string>()->default_value("fp32"),
-      "element type: fp32 (the CPU backend computes fp32 only)");
+  model.add_options()
+      ("model.layers", po::value<int64_t>()->default_value(4), "square linear layers")
+      ("model.hidden", po::value<int64_t>()->default_value(256), "layer width")
+      ("model.params", po::value<int64_t>()->default_value(0),
+       "parameter budget; when > 0 the width is derived from it (give this or model.hidden)")
+      ("model.seq", po::value<int64_t>()->default_value(64), "tokens per sample")
+      ("model.batch", po::value<int64_t>()->default_value(32),
+       "GLOBAL batch in samples, split over the ranks")
+      ("model.dtype", po::value<std::string>()->default_value("fp32"),
+       "element type: fp32 (the CPU backend computes fp32 only)");
 
   po::options_description train("Training");
-  train.add_options()("train.steps", po::value<int64_t>()->default_value(50), "steps to run")(
-      "train.warmup_steps", po::value<int64_t>()->default_value(5),
-      "first steps left out of every statistic")(
-      "train.seed", po::value<uint64_t>()->default_value(1234), "seed of init and synthetic data")(
-      "train.optimizer", po::value<std::string>()->default_value("sgd-momentum"),
-      "sgd-momentum or adam")("train.lr", po::value<double>()->default_value(0.01),
-                              "learning rate")(
-      "train.momentum", po::value<double>()->default_value(0.9), "sgd-momentum coefficient")(
-      "train.adam_beta1", po::value<double>()->default_value(0.9), "adam first-moment decay")(
-      "train.adam_beta2", po::value<double>()->default_value(0.999), "adam second-moment decay")(
-      "train.adam_eps", po::value<double>()->default_value(1e-8), "adam epsilon")(
-      "train.log_every", po::value<int64_t>()->default_value(0),
-      "progress line every N steps on rank 0; 0 means about ten per run");
+  train.add_options()
+      ("train.steps", po::value<int64_t>()->default_value(50), "steps to run")
+      ("train.warmup_steps", po::value<int64_t>()->default_value(5),
+       "first steps left out of every statistic")
+      ("train.seed", po::value<uint64_t>()->default_value(1234), "seed of init and synthetic data")
+      ("train.optimizer", po::value<std::string>()->default_value("sgd-momentum"),
+       "sgd-momentum or adam")
+      ("train.lr", po::value<double>()->default_value(0.01), "learning rate")
+      ("train.momentum", po::value<double>()->default_value(0.9), "sgd-momentum coefficient")
+      ("train.adam_beta1", po::value<double>()->default_value(0.9), "adam first-moment decay")
+      ("train.adam_beta2", po::value<double>()->default_value(0.999), "adam second-moment decay")
+      ("train.adam_eps", po::value<double>()->default_value(1e-8), "adam epsilon")
+      ("train.log_every", po::value<int64_t>()->default_value(0),
+       "progress line every N steps on rank 0; 0 means about ten per run");
 
   po::options_description compute("Compute");
-  compute.add_options()(
-      "compute.backend", po::value<std::string>()->default_value("auto"),
-      "cpu (OpenBLAS, one thread per rank), cuda, or auto (cuda when usable, else cpu)");
+  compute.add_options()
+      ("compute.backend", po::value<std::string>()->default_value("auto"),
+       "cpu (OpenBLAS, one thread per rank), cuda, or auto (cuda when usable, else cpu)");
 
   po::options_description comm("Communication");
-  comm.add_options()(
-      "comm.backend", po::value<std::string>()->default_value("auto"),
-      "mpi (MPI_Allreduce on host buffers), nccl, or auto (nccl when usable, else mpi)")(
-      "comm.bucket_mb", po::value<double>()->default_value(25.0),
-      "gradient bucket size in MiB; a bucket is reduced as soon as its layers are done")(
-      "comm.overlap", po::value<bool>()->default_value(true),
-      "true: non-blocking reductions overlap the remaining backward; false: blocking after it");
+  comm.add_options()
+      ("comm.backend", po::value<std::string>()->default_value("auto"),
+       "mpi (MPI_Allreduce on host buffers), nccl, or auto (nccl when usable, else mpi)")
+      ("comm.bucket_mb", po::value<double>()->default_value(25.0),
+       "gradient bucket size in MiB; a bucket is reduced as soon as its layers are done")
+      ("comm.overlap", po::value<bool>()->default_value(true),
+       "true: non-blocking reductions overlap the remaining backward; false: blocking after it");
 
   po::options_description faults("Faults");
-  faults.add_options()("fault", po::value<std::vector<std::string>>()->value_name("SPEC"),
-                       fault_help().c_str());
+  faults.add_options()
+      ("fault", po::value<std::vector<std::string>>()->value_name("SPEC"), fault_help().c_str());
 
   po::options_description test("Testing hooks (for the test suite; never in a real run)");
-  test.add_options()("test.perturb_state_rank", po::value<int>()->default_value(-1),
-                     "flip one parameter bit on this rank before the final digest")(
-      "test.corrupt_collective_rank", po::value<int>()->default_value(-1),
-      "falsify this rank's result in the collective self-check")(
-      "test.clock_offset_rank", po::value<int>()->default_value(-1),
-      "skew this rank's raw clock by test.clock_offset_s")(
-      "test.clock_offset_s", po::value<double>()->default_value(0.0), "the skew, in seconds")(
-      "test.skip_clock_alignment", po::value<bool>()->default_value(false),
-      "leave clocks unaligned (the negative control of the alignment)")(
-      "test.split_hosts", po::value<int>()->default_value(0),
-      "pretend the ranks are spread evenly over this many hosts");
+  test.add_options()
+      ("test.perturb_state_rank", po::value<int>()->default_value(-1),
+       "flip one parameter bit on this rank before the final digest")
+      ("test.corrupt_collective_rank", po::value<int>()->default_value(-1),
+       "falsify this rank's result in the collective self-check")
+      ("test.clock_offset_rank", po::value<int>()->default_value(-1),
+       "skew this rank's raw clock by test.clock_offset_s")
+      ("test.clock_offset_s", po::value<double>()->default_value(0.0), "the skew, in seconds")
+      ("test.skip_clock_alignment", po::value<bool>()->default_value(false),
+       "leave clocks unaligned (the negative control of the alignment)")
+      ("test.split_hosts", po::value<int>()->default_value(0),
+       "pretend the ranks are spread evenly over this many hosts")
+      ("test.mpi_error_rank", po::value<int>()->default_value(-1),
+       "make this rank issue an invalid MPI call before training (exit code 3 path)");
+  // clang-format on
 
   po::options_description all;
   all.add(general).add(model).add(train).add(compute).add(comm).add(faults).add(test);
@@ -254,6 +260,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   c.test.clock_offset_s = vm["test.clock_offset_s"].as<double>();
   c.test.skip_clock_alignment = vm["test.skip_clock_alignment"].as<bool>();
   c.test.split_hosts = vm["test.split_hosts"].as<int>();
+  c.test.mpi_error_rank = vm["test.mpi_error_rank"].as<int>();
   if (c.test.split_hosts < 0) throw UsageError("test.split_hosts must be >= 0");
   return c;
 }

@@ -158,8 +158,7 @@ json build_report(const RunRecord& run) {
                           " (score " + fixed2(scores[r]) + ")");
     if (node_scores[n] < kStragglerThreshold)
       reasons.push_back("node compute p50 " + ms(node_compute[n]) + " against a node median of " +
-                        ms(median(node_compute)) + " (score " +
-                        fixed2(node_scores[n]) + ")");
+                        ms(median(node_compute)) + " (score " + fixed2(node_scores[n]) + ")");
     if (!reasons.empty()) flagged_nodes.push_back(hosts[n]);
     nodes.push_back({{"host", hosts[n]},
                      {"ranks", ranks_of[hosts[n]]},

@@ -188,6 +188,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   if (collective.wrong_elements > 0)
     spdlog::error("collective self-check: {} wrong elements, first on rank {}",
                   collective.wrong_elements, collective.first_wrong_rank);
+  if (cfg.test.mpi_error_rank == world.rank)
+    mpiCheck(MPI_Bcast(nullptr, -1, MPI_INT, 0, world.comm));  // count -1: MPI_ERR_COUNT
   const double gemm_rate = backends.compute->measure_gemm_rate(0.2);
   if (world.rank == 0)
     spdlog::info(
@@ -272,7 +274,7 @@ int run_train(const Invocation& inv) {
     return code;
   } catch (const std::exception& e) {
     // A runtime failure on one rank leaves the others blocked in a collective: abort them all.
-    std::fprintf(stderr, "trainproof: %s: %s\n", identity().c_str(), e.what());
+    std::fprintf(stderr, "trainproof: runtime error on %s: %s\n", identity().c_str(), e.what());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
     return kExitRuntime;

@@ -31,14 +31,22 @@ Args parse(int argc, char** argv) {
       const std::string prefix = std::string("--") + name + "=";
       return arg.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
     };
-    if (auto v = value("layers")) a.layers = std::atoi(v);
-    else if (auto v = value("hidden")) a.hidden = std::atoi(v);
-    else if (auto v = value("seq")) a.seq = std::atoi(v);
-    else if (auto v = value("batch")) a.batch = std::atoi(v);
-    else if (auto v = value("steps")) a.steps = std::atoi(v);
-    else if (auto v = value("warmup")) a.warmup = std::atoi(v);
-    else if (auto v = value("bucket_mb")) a.bucket_mb = std::atof(v);
-    else if (arg == "--same-work") a.same_work = true;
+    if (auto v = value("layers"))
+      a.layers = std::atoi(v);
+    else if (auto v = value("hidden"))
+      a.hidden = std::atoi(v);
+    else if (auto v = value("seq"))
+      a.seq = std::atoi(v);
+    else if (auto v = value("batch"))
+      a.batch = std::atoi(v);
+    else if (auto v = value("steps"))
+      a.steps = std::atoi(v);
+    else if (auto v = value("warmup"))
+      a.warmup = std::atoi(v);
+    else if (auto v = value("bucket_mb"))
+      a.bucket_mb = std::atof(v);
+    else if (arg == "--same-work")
+      a.same_work = true;
     else {
       std::fprintf(stderr, "bare_loop: unknown argument '%s'\n", argv[i]);
       std::exit(2);
@@ -103,7 +111,8 @@ int main(int argc, char** argv) {
                       &acts[sample * (size_t(n) * l + s)], a.hidden, dy, a.hidden, 1.0f, gl,
                       a.hidden);
         }
-        if (l > 0) gemm(false, true, a.seq, a.hidden, a.hidden, dy, &w[layer * l], &down[sample * s]);
+        if (l > 0)
+          gemm(false, true, a.seq, a.hidden, a.hidden, dy, &w[layer * l], &down[sample * s]);
       }
       up.swap(down);
     }

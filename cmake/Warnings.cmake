@@ -7,3 +7,6 @@ if(TRAINPROOF_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# Source paths in messages (mpiCheck's __FILE__) are relative to the project, not the build host.
+add_compile_options(-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=)

@@ -1,5 +1,6 @@
 #pragma once
-// mpiCheck(call): an MPI error becomes a RuntimeError naming the call, file, line, rank and host.
+// mpiCheck(call): an MPI error becomes a RuntimeError naming the call, file and line; the handler
+// in app/train_command.cpp adds the rank and host.
 // MPI_COMM_WORLD is set to MPI_ERRORS_RETURN at start-up, so errors reach this check instead of
 // aborting inside the library with no context.
 #include <mpi.h>
@@ -7,7 +8,6 @@
 #include <string>
 
 #include "common/errors.h"
-#include "common/log.h"
 
 namespace tp {
 
@@ -15,8 +15,8 @@ namespace tp {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(code, text, &length);
-  throw RuntimeError(std::string(call) + " failed at " + file + ":" + std::to_string(line) +
-                     " on " + identity() + ": " + std::string(text, length));
+  throw RuntimeError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                     std::string(text, length));
 }
 
 }  // namespace tp

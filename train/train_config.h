@@ -16,7 +16,8 @@ struct TestHooks {
   int clock_offset_rank = -1;        // adds clock_offset_s to this rank's raw clock
   double clock_offset_s = 0.0;
   bool skip_clock_alignment = false;
-  int split_hosts = 0;  // pretend the ranks are spread over this many hosts
+  int split_hosts = 0;      // pretend the ranks are spread over this many hosts
+  int mpi_error_rank = -1;  // makes this rank issue an invalid MPI call, to exercise exit code 3
 };
 
 struct TrainConfig {
