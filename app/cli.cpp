@@ -35,7 +35,7 @@ po::options_description registry() {
       ("model.batch", po::value<int64_t>()->default_value(32),
        "GLOBAL batch in samples, split over the ranks")
       ("model.dtype", po::value<std::string>()->default_value("fp32"),
-       "element type: fp32 (the CPU backend computes fp32 only)");
+       "GEMM element type: fp32, bf16 or fp16 (16-bit inputs accumulate in fp32; cuda only)");
 
   po::options_description train("Training");
   train.add_options()
@@ -67,6 +67,11 @@ po::options_description registry() {
       ("comm.overlap", po::value<bool>()->default_value(true),
        "true: non-blocking reductions overlap the remaining backward; false: blocking after it");
 
+  po::options_description watchdog("Watchdog");
+  watchdog.add_options()
+      ("watchdog.timeout_s", po::value<double>()->default_value(600.0),
+       "a collective (or NCCL set-up) taking longer is aborted (ncclCommAbort) and the run exits 3");
+
   po::options_description faults("Faults");
   faults.add_options()
       ("fault", po::value<std::vector<std::string>>()->value_name("SPEC"), fault_help().c_str());
@@ -89,7 +94,7 @@ po::options_description registry() {
   // clang-format on
 
   po::options_description all;
-  all.add(general).add(model).add(train).add(compute).add(comm).add(faults).add(test);
+  all.add(general).add(model).add(train).add(compute).add(comm).add(watchdog).add(faults).add(test);
   return all;
 }
 
@@ -252,6 +257,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   c.comm_backend = one_of(vm, "comm.backend", {"auto", "mpi", "nccl"});
   c.bucket_mb = in_range(vm, "comm.bucket_mb", 0.0, 1e6, true);
   c.overlap = vm["comm.overlap"].as<bool>();
+  c.watchdog_timeout_s = in_range(vm, "watchdog.timeout_s", 0.0, 1e7, true);
   if (vm.count("fault")) c.faults = parse_faults(vm["fault"].as<std::vector<std::string>>());
 
   c.test.perturb_state_rank = vm["test.perturb_state_rank"].as<int>();

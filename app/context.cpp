@@ -48,16 +48,103 @@ std::string mpi_library_version() {
   return version;
 }
 
-nlohmann::json nvidia_smi_topology() {
-  if (std::system("command -v nvidia-smi >/dev/null 2>&1") != 0) return nullptr;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen("nvidia-smi topo -m 2>&1", "r"), pclose);
-  if (!pipe) return nullptr;
+nlohmann::json gpu_inventory(const std::vector<GpuDevice>& devices, const std::string& host) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GpuDevice& d : devices)
+    out.push_back({{"host", host},
+                   {"index", d.index},
+                   {"name", d.name},
+                   {"uuid", d.uuid},
+                   {"pci_bus_id", d.pci_bus_id},
+                   {"memory_bytes", d.memory_bytes},
+                   {"sm_count", d.sm_count},
+                   {"compute_capability", d.compute_capability},
+                   {"max_sm_clock_mhz", d.sm_clock_mhz},
+                   {"max_memory_clock_mhz", d.memory_clock_mhz}});
+  return out;
+}
+
+std::string nccl_version_string(int code) {
+  if (code <= 0) return "";
+  // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
+  return std::to_string(code / 10000) + "." + std::to_string(code % 10000 / 100) + "." +
+         std::to_string(code % 100);
+}
+
+std::string cuda_version_string(int code) {
+  if (code <= 0) return "";
+  return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 10);
+}
+
+namespace {
+std::string run_command(const std::string& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (!pipe) return "";
   std::string output;
   std::array<char, 4096> chunk;
   size_t n = 0;
   while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe.get())) > 0)
     output.append(chunk.data(), n);
   return output;
+}
+bool have_nvidia_smi() {
+  return std::system("command -v nvidia-smi >/dev/null 2>&1") == 0;
+}
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t at = text.find(separator, start);
+    std::string part = text.substr(start, at == std::string::npos ? std::string::npos : at - start);
+    while (!part.empty() && std::isspace(static_cast<unsigned char>(part.front())))
+      part.erase(0, 1);
+    while (!part.empty() && std::isspace(static_cast<unsigned char>(part.back()))) part.pop_back();
+    parts.push_back(part);
+    if (at == std::string::npos) return parts;
+    start = at + 1;
+  }
+}
+}  // namespace
+
+nlohmann::json nvidia_smi_topology() {
+  if (!have_nvidia_smi()) return nullptr;
+  return run_command("nvidia-smi topo -m 2>&1");
+}
+
+std::string nvidia_smi_query(const std::string& fields) {
+  if (!have_nvidia_smi()) return "";
+  const std::string out = run_command("nvidia-smi --query-gpu=" + fields +
+                                      " --format=csv,noheader,nounits 2>/dev/null");
+  return split(out, '\n').front();
+}
+
+std::string gpu_clock_query_output() {
+  if (!have_nvidia_smi()) return "";
+  return run_command(
+      "nvidia-smi --query-gpu=index,persistence_mode,clocks.applications.graphics,"
+      "clocks.max.graphics --format=csv,noheader,nounits 2>/dev/null");
+}
+
+std::vector<std::string> gpu_clock_warnings(const std::string& csv, const std::string& host) {
+  std::vector<std::string> warnings;
+  for (const std::string& line : split(csv, '\n')) {
+    const auto f = split(line, ',');
+    if (f.size() < 4) continue;
+    const std::string gpu = "GPU " + f[0] + " on " + host;
+    if (f[1] == "Disabled")
+      warnings.push_back(gpu +
+                         ": persistence mode is off, so the driver may re-initialise the "
+                         "GPU between runs and first steps are slower");
+    try {
+      const int application = std::stoi(f[2]), maximum = std::stoi(f[3]);
+      if (application < maximum)
+        warnings.push_back(gpu + ": application clock " + f[2] + " MHz is below the maximum " +
+                           f[3] + " MHz");
+    } catch (const std::exception&) {
+      // "[N/A]" where the driver does not report clocks: nothing to compare.
+    }
+  }
+  return warnings;
 }
 
 std::vector<std::string> timing_warnings(const TimingEnvironment& env) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gpu_api.h"
+
 namespace tp {
 
 // NCCL_*, OMPI_*, UCX_*, FI_* and SLURM_* variables; values of names containing TOKEN, KEY,
@@ -15,6 +17,19 @@ std::vector<std::string> process_environment();
 std::string mpi_library_version();
 // `nvidia-smi topo -m` output, or null when nvidia-smi is not on PATH.
 nlohmann::json nvidia_smi_topology();
+
+// One host's GPUs, as report context entries.
+nlohmann::json gpu_inventory(const std::vector<GpuDevice>& devices, const std::string& host);
+// "2.28.9" from NCCL's 22809, "13.0" from CUDA's 13000.
+std::string nccl_version_string(int code);
+std::string cuda_version_string(int code);
+// The first line nvidia-smi prints for a --query-gpu, or "" without nvidia-smi.
+std::string nvidia_smi_query(const std::string& fields);
+// Warnings from `nvidia-smi --query-gpu=index,persistence_mode,clocks.applications.graphics,
+// clocks.max.graphics --format=csv,noheader,nounits` output: persistence off, or application
+// clocks below the maximum, make GPU timings vary from run to run.
+std::vector<std::string> gpu_clock_warnings(const std::string& csv, const std::string& host);
+std::string gpu_clock_query_output();
 
 struct TimingEnvironment {
   int ranks_on_busiest_host = 1;

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/sysinfo.h"
 #include "kernels/cpu_backend.h"
+#include "kernels/gpu_loader.h"
 #include "mpi/check.h"
 #include "mpi/clock_sync.h"
 #include "mpi/collective_check.h"
@@ -34,27 +35,85 @@ struct Backends {
   std::unique_ptr<ComputeBackend> compute;
   std::unique_ptr<Collective> comm;
   std::vector<std::string> notes;
+  const GpuApi* gpu = nullptr;  // set when the GPU library is loaded and a device is usable
+  int device_count = 0;
 };
 
-// The GPU backend is a run-time-loaded library that this build does not contain yet: an explicit
-// request is bad input (nothing ran), `auto` falls back to the CPU path with a note.
+// Every rank takes the same decision: a choice that holds on one host but not another (GPUs
+// present, enough of them for NCCL) is agreed over all ranks before anything is created.
 Backends select_backends(const TrainConfig& cfg, const World& world) {
   Backends b;
-  if (cfg.compute_backend == "cuda")
-    throw UsageError(
-        "compute.backend=cuda: this trainproof build has no GPU backend; use cpu or auto");
-  if (cfg.comm_backend == "nccl")
-    throw UsageError(
-        "comm.backend=nccl: this trainproof build has no GPU backend; use mpi or auto");
+  if (cfg.comm_backend == "nccl" && cfg.compute_backend == "cpu")
+    throw UsageError("comm.backend=nccl needs compute.backend=cuda (NCCL reduces device memory)");
+  const bool gpu_wanted = cfg.compute_backend != "cpu";
+
+  std::string gpu_problem;
+  if (gpu_wanted) {
+    const GpuLibrary& lib = load_gpu_library();
+    if (!lib.api) {
+      gpu_problem = "GPU backend library not loaded (" + lib.error +
+                    "; set TRAINPROOF_GPU_LIB or build with CUDA and NCCL)";
+    } else {
+      try {
+        b.device_count = lib.api->device_count();
+        b.gpu = lib.api;
+      } catch (const RuntimeError& e) {
+        gpu_problem = e.what();
+      }
+    }
+  }
+  const std::string where = " on host " + world.host + ": ";
+  const std::string first_gpu_problem =
+      gpu_wanted
+          ? first_problem(world, gpu_problem.empty() ? "" : "no usable GPU" + where + gpu_problem)
+          : "";
+  const bool explicit_gpu = cfg.compute_backend == "cuda" || cfg.comm_backend == "nccl";
+  if (!first_gpu_problem.empty() && explicit_gpu)
+    throw EnvironmentError(
+        (cfg.comm_backend == "nccl" ? "comm.backend=nccl: " : "compute.backend=cuda: ") +
+        first_gpu_problem);
+  const bool use_cuda = gpu_wanted && first_gpu_problem.empty();
   if (cfg.compute_backend == "auto")
-    b.notes.push_back("compute.backend=auto chose cpu: no GPU backend in this build");
+    b.notes.push_back(use_cuda ? "compute.backend=auto chose cuda"
+                               : "compute.backend=auto chose cpu: " +
+                                     (first_gpu_problem.empty() ? std::string("no GPU wanted")
+                                                                : first_gpu_problem));
+
+  // NCCL refuses two ranks on one GPU: every host needs a device per local rank.
+  std::string nccl_problem;
+  if (use_cuda && b.device_count < world.local_size)
+    nccl_problem = "host " + world.host + " has " + std::to_string(b.device_count) + " GPUs for " +
+                   std::to_string(world.local_size) + " local ranks";
+  const std::string first_nccl_problem =
+      cfg.comm_backend == "mpi" || !use_cuda ? "" : first_problem(world, nccl_problem);
+  if (cfg.comm_backend == "nccl" && !first_nccl_problem.empty())
+    throw UsageError("comm.backend=nccl: " + first_nccl_problem +
+                     " (NCCL needs one GPU per rank; use comm.backend=mpi to share GPUs)");
+  const bool use_nccl = cfg.comm_backend == "nccl" ||
+                        (cfg.comm_backend == "auto" && use_cuda && first_nccl_problem.empty());
   if (cfg.comm_backend == "auto")
-    b.notes.push_back("comm.backend=auto chose mpi: no GPU backend in this build");
-  if (cfg.dtype != "fp32")
+    b.notes.push_back(use_nccl ? "comm.backend=auto chose nccl"
+                               : "comm.backend=auto chose mpi" +
+                                     (use_cuda ? ": " + first_nccl_problem
+                                               : std::string(": compute is on the cpu")));
+
+  if (!use_cuda && cfg.dtype != "fp32")
     throw UsageError("model.dtype=" + cfg.dtype +
                      " needs compute.backend=cuda; the cpu backend computes fp32");
-  b.compute = make_cpu_backend();
-  b.comm = make_mpi_collective(world, world.local_size > int(online_cpus()));
+  if (use_cuda) {
+    b.compute =
+        b.gpu->make_compute(device_for_local_rank(world.local_rank, b.device_count), cfg.dtype);
+  } else {
+    b.compute = make_cpu_backend();
+    b.gpu = nullptr;
+  }
+  const bool oversubscribed = world.local_size > int(online_cpus());
+  if (use_nccl)
+    b.comm = b.gpu->make_nccl(world, *b.compute, cfg.watchdog_timeout_s);
+  else if (use_cuda)
+    b.comm = b.gpu->stage_through_host(make_mpi_collective(world, oversubscribed), *b.compute);
+  else
+    b.comm = make_mpi_collective(world, oversubscribed);
   return b;
 }
 
@@ -64,31 +123,31 @@ std::string gib(uint64_t bytes) {
   return text;
 }
 
-// Refuses, on every rank alike, a model whose ranks would not fit in their host's available memory.
-void check_memory(const World& world, const ComputeBackend& backend, const BackendConfig& bc,
+// Refuses, on every rank alike, a model that would not fit in the memory its ranks share: the
+// host's RAM for the CPU backend, a device's free memory for the CUDA backend.
+void check_memory(const World& world, const Backends& backends, const BackendConfig& bc,
                   const TrainConfig& cfg) {
-  // Batch staging (inputs and targets) lives outside the backend.
-  const uint64_t per_rank = backend.bytes_needed(bc) +
-                            2 * sizeof(float) * uint64_t(bc.local_samples) * bc.seq * bc.hidden;
-  const uint64_t needed = per_rank * uint64_t(world.local_size);
-  const auto available = memory_available_bytes();
+  const ComputeBackend& backend = *backends.compute;
+  // Host-side batch staging (inputs and targets) lives outside the backend.
+  const uint64_t staging = 2 * sizeof(float) * uint64_t(bc.local_samples) * bc.seq * bc.hidden;
+  const bool on_gpu = backends.gpu != nullptr;
+  const uint64_t per_rank = backend.bytes_needed(bc) + (on_gpu ? 0 : staging);
+  const int sharers = on_gpu
+                          ? (world.local_size + backends.device_count - 1) / backends.device_count
+                          : world.local_size;
+  const uint64_t needed = per_rank * uint64_t(sharers);
+  const auto available = backend.memory_available();
   std::string problem;
   if (available && double(needed) > 0.9 * double(*available))
-    problem = "model too large for memory on host " + world.host + ": " +
-              std::to_string(world.local_size) + " ranks x " + gib(per_rank) + " = " + gib(needed) +
-              " needed, " + gib(*available) +
+    problem = "model too large for " + std::string(on_gpu ? "GPU memory" : "memory") + " on host " +
+              world.host + ": " + std::to_string(sharers) + " ranks x " + gib(per_rank) + " = " +
+              gib(needed) + " needed, " + gib(*available) +
               " available (model.layers=" + std::to_string(cfg.model.layers) +
               ", model.hidden=" + std::to_string(cfg.model.hidden) +
               ", model.seq=" + std::to_string(cfg.model.seq) +
               ", model.batch=" + std::to_string(cfg.model.global_batch) + ")";
-  const auto problems = gather_strings_at_root(world, problem);
-  int any = problem.empty() ? 0 : 1;
-  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, world.comm));
-  if (!any) return;
-  std::string first;
-  for (const auto& p : problems)
-    if (first.empty()) first = p;
-  throw UsageError(first.empty() ? "model too large for memory on another host" : first);
+  const std::string first = first_problem(world, problem);
+  if (!first.empty()) throw UsageError(first);
 }
 
 void check_report_path(const std::string& path) {
@@ -115,16 +174,40 @@ std::string pretend_host(const World& probe, int split_hosts, int size, int rank
   return probe.host + "-vnode" + std::to_string(group);
 }
 
+// Per-host GPU facts, gathered from each host's first local rank: its inventory and the clock
+// and persistence warnings its nvidia-smi gives.
+struct HostGpuFacts {
+  json gpus = json::array();
+  std::vector<std::string> warnings;
+};
+
+HostGpuFacts gather_gpu_facts(const World& world, const Backends& backends) {
+  std::string mine;
+  if (world.local_rank == 0 && backends.gpu)
+    mine = json{{"gpus", gpu_inventory(backends.gpu->inventory(), world.host)},
+                {"warnings", gpu_clock_warnings(gpu_clock_query_output(), world.host)}}
+               .dump();
+  HostGpuFacts facts;
+  for (const std::string& host : gather_strings_at_root(world, mine)) {
+    if (host.empty()) continue;
+    const json parsed = json::parse(host);
+    for (const auto& g : parsed["gpus"]) facts.gpus.push_back(g);
+    for (const auto& w : parsed["warnings"]) facts.warnings.push_back(w);
+  }
+  return facts;
+}
+
 json build_context(const Invocation& inv, const TrainConfig& cfg, const World& world,
-                   const std::string& start_time, const std::vector<std::string>& notes,
-                   const std::string& compute, const std::string& comm, int64_t measured_steps) {
+                   const std::string& start_time, const Backends& backends,
+                   const HostGpuFacts& gpu_facts, int64_t measured_steps) {
   json ctx;
   ctx["tool"] = {
       {"name", "trainproof"}, {"version", build::kVersion}, {"git_revision", build::kGitRevision}};
   ctx["build"] = {{"type", build::kBuildType},
                   {"sanitizers", build::kSanitizers},
                   {"gpu_toolchain_found", build::kGpuToolchainFound},
-                  {"gpu_backend_built", false}};
+                  {"gpu_backend_built", build::kGpuBackendBuilt},
+                  {"gpu_backend_loaded", backends.gpu != nullptr}};
   ctx["start_time"] = start_time;
   ctx["end_time"] = utc_timestamp();
   ctx["command_line"] = inv.argv;
@@ -141,23 +224,44 @@ json build_context(const Invocation& inv, const TrainConfig& cfg, const World& w
     busiest = std::max(busiest, world.ranks_on(h));
   }
   ctx["ranks_per_host"] = per_host;
-  ctx["versions"] = {{"mpi", mpi_library_version()},
-                     {"nccl", nullptr},
-                     {"cuda", nullptr},
-                     {"driver", nullptr},
-                     {"hdf5", hdf5_version()},
+  ctx["versions"] = {{"mpi", mpi_library_version()},  {"nccl", nullptr},   {"cuda", nullptr},
+                     {"cuda_driver_api", nullptr},    {"driver", nullptr}, {"hdf5", hdf5_version()},
                      {"openblas", openblas_version()}};
-  ctx["gpus"] = json::array();
+  if (backends.gpu) {
+    const GpuVersions v = backends.gpu->versions();
+    ctx["versions"]["nccl"] = nccl_version_string(v.nccl);
+    ctx["versions"]["cuda"] = cuda_version_string(v.cuda_runtime);
+    ctx["versions"]["cuda_driver_api"] = cuda_version_string(v.cuda_driver);
+    const std::string driver = nvidia_smi_query("driver_version");
+    if (!driver.empty()) ctx["versions"]["driver"] = driver;
+  }
+  ctx["gpus"] = gpu_facts.gpus;
+  auto env_or = [](const char* name, const char* otherwise) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : otherwise);
+  };
+  const char* kNcclChooses =
+      "chosen per call by NCCL's tuner (not exposed by its API; "
+      "NCCL_DEBUG=INFO logs it)";
+  ctx["nccl"] = backends.comm->name() == "nccl"
+                    ? json{{"algorithm", env_or("NCCL_ALGO", kNcclChooses)},
+                           {"protocol", env_or("NCCL_PROTO", kNcclChooses)}}
+                    : json(nullptr);
   ctx["nvidia_smi_topo"] = nvidia_smi_topology();
   ctx["environment"] = launcher_environment(process_environment());
   ctx["checkpoint_filesystem"] = nullptr;
-  ctx["backends"] = {{"compute", compute},
-                     {"comm", comm},
+  ctx["backends"] = {{"compute", backends.compute->name()},
+                     {"comm", backends.comm->name()},
                      {"compute_requested", cfg.compute_backend},
                      {"comm_requested", cfg.comm_backend},
-                     {"notes", notes}};
-  ctx["warnings"] = timing_warnings({busiest, online_cpus(), cpu_governor(), build::kBuildType,
-                                     build::kSanitizers, measured_steps});
+                     {"notes", backends.notes}};
+  // CPU oversubscription matters only where the CPU computes.
+  const int cpu_busiest = backends.gpu ? 1 : busiest;
+  std::vector<std::string> warnings =
+      timing_warnings({cpu_busiest, online_cpus(), cpu_governor(), build::kBuildType,
+                       build::kSanitizers, measured_steps});
+  warnings.insert(warnings.end(), gpu_facts.warnings.begin(), gpu_facts.warnings.end());
+  ctx["warnings"] = warnings;
   return ctx;
 }
 
@@ -175,7 +279,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   const BatchShare share = batch_share(cfg.model.global_batch, world.size, world.rank);
   BackendConfig bc{cfg.model.layers, cfg.model.hidden, cfg.model.seq, cfg.model.global_batch,
                    share.samples,    cfg.seed,         cfg.optimizer};
-  check_memory(world, *backends.compute, bc, cfg);
+  check_memory(world, backends, bc, cfg);
   backends.compute->initialize(bc);
 
   AlignedClock clock(cfg.test.clock_offset_rank == world.rank ? cfg.test.clock_offset_s : 0.0);
@@ -213,6 +317,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   const auto affinities = gather_strings_at_root(world, cpu_affinity_list());
   const auto numa = gather_strings_at_root(world, numa_nodes_of(cpu_affinity()));
   const auto devices = gather_strings_at_root(world, backends.compute->device());
+  const HostGpuFacts gpu_facts = gather_gpu_facts(world, backends);
 
   int exit_code = kExitPass;
   if (world.rank == 0) {
@@ -228,8 +333,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
                            affinities[r], numa[r], all_rates[2 * r]});
       run.timings.push_back(unflatten(&all_timings[size_t(r) * steps * kStepTimingFields], steps));
     }
-    run.context = build_context(inv, cfg, world, start_time, backends.notes,
-                                backends.compute->name(), backends.comm->name(), int64_t(steps));
+    run.context = build_context(inv, cfg, world, start_time, backends, gpu_facts, int64_t(steps));
     const json report = build_report(run);
     const std::string path = inv.options["report"].as<std::string>();
     write_report(path, report);
@@ -268,6 +372,9 @@ int run_train(const Invocation& inv) {
     } catch (const UsageError& e) {
       if (world.rank == 0) std::fprintf(stderr, "trainproof: error: %s\n", e.what());
       code = kExitUsage;
+    } catch (const EnvironmentError& e) {
+      if (world.rank == 0) std::fprintf(stderr, "trainproof: error: %s\n", e.what());
+      code = kExitRuntime;
     }
     free_world(world);
     MPI_Finalize();

@@ -22,8 +22,8 @@ target_include_directories(trainproof_hdf5 SYSTEM INTERFACE ${HDF5_INCLUDE_DIRS}
 target_link_libraries(trainproof_hdf5 INTERFACE ${HDF5_C_LIBRARIES} ${HDF5_HL_LIBRARIES})
 target_compile_definitions(trainproof_hdf5 INTERFACE ${HDF5_DEFINITIONS})
 
-# CUDA and NCCL: detected only. The GPU backend library that uses them is built by a later stage;
-# detection is reported so a build log shows what a GPU build would get.
+# CUDA and NCCL: optional. When both are found (and TRAINPROOF_CUDA is not OFF) the run-time-loaded
+# GPU backend library is built; see cmake/GpuBackend.cmake.
 if(NOT CUDAToolkit_ROOT AND NOT DEFINED ENV{CUDAToolkit_ROOT} AND EXISTS /usr/local/cuda/bin/nvcc)
   set(CUDAToolkit_ROOT /usr/local/cuda)
 endif()

@@ -1,12 +1,13 @@
-# Project-wide compile flags: warnings are errors, and the optional sanitizer build.
-add_compile_options(-Wall -Wextra -Werror)
+# Project-wide compile flags: warnings are errors, and the optional sanitizer build. Host-compiler
+# flags are limited to C and C++ so nvcc, which takes its own, never sees them directly.
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)  # static libraries are linked into the GPU backend .so
+add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-Wall;-Wextra;-Werror>")
 # Only the C API of MPI is used; the deprecated C++ bindings would need libmpi_cxx.
 add_compile_definitions(OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+# Source paths in messages (mpiCheck's __FILE__) are relative to the project, not the build host.
+add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=>")
 
 if(TRAINPROOF_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=address,undefined;-fno-omit-frame-pointer;-fno-sanitize-recover=undefined>")
   add_link_options(-fsanitize=address,undefined)
 endif()
-
-# Source paths in messages (mpiCheck's __FILE__) are relative to the project, not the build host.
-add_compile_options(-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=)

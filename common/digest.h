@@ -3,7 +3,6 @@
 // tensors hash as one byte sequence.
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string>
 
 struct XXH3_state_s;
@@ -13,7 +12,8 @@ namespace tp {
 struct Digest128 {
   uint64_t high = 0;
   uint64_t low = 0;
-  bool operator==(const Digest128&) const = default;
+  bool operator==(const Digest128& o) const { return high == o.high && low == o.low; }
+  bool operator!=(const Digest128& o) const { return !(*this == o); }
   std::string hex() const;
 };
 
@@ -25,9 +25,10 @@ class DigestBuilder {
   DigestBuilder& operator=(const DigestBuilder&) = delete;
 
   void add(const void* data, size_t bytes);
-  template <typename T>
-  void add(std::span<const T> values) {
-    add(values.data(), values.size_bytes());
+  // Every element of a contiguous container (vector, array) as raw bytes.
+  template <typename Contiguous>
+  void add_all(const Contiguous& values) {
+    add(values.data(), values.size() * sizeof(*values.data()));
   }
   Digest128 finish() const;
 

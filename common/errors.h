@@ -21,4 +21,10 @@ struct RuntimeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An environment failure that every rank has learned alike (for example: no usable GPU on some
+// host). Exit 3 like a RuntimeError, but printed once and without aborting the job.
+struct EnvironmentError : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+
 }  // namespace tp

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/digest.h"
@@ -62,6 +63,8 @@ class ComputeBackend {
   // Bytes this backend allocates per rank for a configuration; used to refuse a model that does
   // not fit before anything is allocated.
   virtual uint64_t bytes_needed(const BackendConfig& config) const = 0;
+  // Memory this backend can still allocate from (host RAM, or the device's free memory).
+  virtual std::optional<uint64_t> memory_available() const = 0;
 
   // Allocates and initialises parameters from (seed, layer, element); zeroes optimizer state.
   virtual void initialize(const BackendConfig& config) = 0;

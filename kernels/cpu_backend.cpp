@@ -7,7 +7,9 @@
 #include <cstring>
 #include <vector>
 
+#include "common/sysinfo.h"
 #include "kernels/grad_shaping.h"
+#include "kernels/optimizer_math.h"
 #include "kernels/philox.h"
 
 namespace tp {
@@ -48,6 +50,8 @@ class CpuBackend final : public ComputeBackend {
     return sizeof(float) *
            (layer * c.layers * (2 + states) + tokens * (c.layers + 1) + tokens * 3 + layer);
   }
+
+  std::optional<uint64_t> memory_available() const override { return memory_available_bytes(); }
 
   void initialize(const BackendConfig& c) override {
     config_ = c;
@@ -121,27 +125,20 @@ class CpuBackend final : public ComputeBackend {
     const float* g = grads_.data();
     float* m = moment1_.data();
     if (o.kind == OptimizerKind::sgd_momentum) {
-      for (size_t i = 0; i < n; ++i) {
-        m[i] = o.momentum * m[i] + g[i];
-        w[i] -= o.lr * m[i];
-      }
+      for (size_t i = 0; i < n; ++i) sgd_momentum_update(w[i], m[i], g[i], o.lr, o.momentum);
       return;
     }
     float* v = moment2_.data();
-    const float correction1 = 1.0f - std::pow(o.beta1, float(step));
-    const float correction2 = 1.0f - std::pow(o.beta2, float(step));
-    for (size_t i = 0; i < n; ++i) {
-      m[i] = o.beta1 * m[i] + (1.0f - o.beta1) * g[i];
-      v[i] = o.beta2 * v[i] + (1.0f - o.beta2) * g[i] * g[i];
-      w[i] -= o.lr * (m[i] / correction1) / (std::sqrt(v[i] / correction2) + o.eps);
-    }
+    const AdamCorrections c = adam_corrections(o, step);
+    for (size_t i = 0; i < n; ++i)
+      adam_update(w[i], m[i], v[i], g[i], o.lr, o.beta1, o.beta2, c.first, c.second, o.eps);
   }
 
   Digest128 state_digest() override {
     DigestBuilder digest;
-    digest.add(std::span<const float>(params_));
-    digest.add(std::span<const float>(moment1_));
-    digest.add(std::span<const float>(moment2_));
+    digest.add_all(params_);
+    digest.add_all(moment1_);
+    digest.add_all(moment2_);
     return digest.finish();
   }
 

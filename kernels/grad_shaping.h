@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/host_device.h"
+
 namespace tp {
 
 inline constexpr int kGradQuantumLog2 = 20;  // grid step 2^-20 ~ 1e-6
@@ -30,12 +32,12 @@ inline GradGrid make_grad_grid(int64_t global_batch) {
 
 // Rounds x (|x| <= 2^22) to the nearest integer, ties to even, without a libm call so the loop
 // vectorises and CPU and GPU agree bit for bit.
-inline float round_to_integer(float x) {
+TP_HD inline float round_to_integer(float x) {
   const float magic = 12582912.0f;  // 1.5 * 2^23
   return (x + magic) - magic;
 }
 
-inline float shape_contribution(float sample_grad, const GradGrid& grid) {
+TP_HD inline float shape_contribution(float sample_grad, const GradGrid& grid) {
   float units = sample_grad * grid.to_units;
   if (!(units == units)) units = 0.0f;  // NaN carries no information and would poison the sum
   units = units > grid.max_units ? grid.max_units : units;

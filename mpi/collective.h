@@ -18,7 +18,8 @@ class Collective {
   virtual std::string name() const = 0;
   virtual MemoryKind memory() const = 0;
 
-  // Starts an in-place fp32 sum over all ranks and returns at once.
+  // Starts an in-place fp32 sum over all ranks and returns at once. The reduction is ordered after
+  // all compute work already issued for `data` (a GPU collective waits on the compute stream).
   virtual void start_allreduce_sum(float* data, size_t count) = 0;
   // Lets the library advance started reductions; cheap, called between GEMMs.
   virtual void progress() = 0;

@@ -80,3 +80,18 @@ std::vector<std::string> gather_strings_at_root(const World& world, const std::s
 }
 
 }  // namespace tp
+
+namespace tp {
+
+std::string first_problem(const World& world, const std::string& mine) {
+  int owner = mine.empty() ? world.size : world.rank;
+  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &owner, 1, MPI_INT, MPI_MIN, world.comm));
+  if (owner == world.size) return "";
+  int length = world.rank == owner ? static_cast<int>(mine.size()) : 0;
+  mpiCheck(MPI_Bcast(&length, 1, MPI_INT, owner, world.comm));
+  std::string problem = world.rank == owner ? mine : std::string(size_t(length), ' ');
+  mpiCheck(MPI_Bcast(problem.data(), length, MPI_CHAR, owner, world.comm));
+  return problem;
+}
+
+}  // namespace tp

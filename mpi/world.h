@@ -34,3 +34,9 @@ namespace tp {
 // Gathers one string per rank at rank 0 (indexed by rank); empty elsewhere.
 std::vector<std::string> gather_strings_at_root(const World& world, const std::string& mine);
 }  // namespace tp
+
+namespace tp {
+// Every rank learns the problem reported by the lowest rank that has one ("" when none has). Used
+// so that a check failing on one host stops every rank alike, with one message.
+std::string first_problem(const World& world, const std::string& mine);
+}  // namespace tp

@@ -31,6 +31,7 @@ struct TrainConfig {
   std::string comm_backend = "auto";
   double bucket_mb = 25.0;
   bool overlap = true;
+  double watchdog_timeout_s = 600.0;
   int64_t log_every = 0;  // 0: about ten progress lines per run
   std::vector<FaultSpec> faults;
   TestHooks test;

@@ -1,5 +1,6 @@
 """Bad input is exit 2 with one line naming the culprit, printed once, and nothing runs."""
 import os
+import socket
 import tempfile
 import unittest
 
@@ -49,9 +50,27 @@ class CliErrors(unittest.TestCase):
         self.expect_usage_error(mpirun(2, "--fault", "slow:rank=7,ms=5"), "slow:rank=7,ms=5")
         self.expect_usage_error(mpirun(2, "--fault", "slow:rank=0,ms=5,step=99"), "step 99")
 
-    def test_gpu_backend_requested_without_one(self):
-        self.expect_usage_error(mpirun(1, "--compute.backend=cuda"), "compute.backend=cuda")
-        self.expect_usage_error(mpirun(1, "--comm.backend=nccl"), "comm.backend=nccl")
+    def test_nccl_without_cuda_compute_is_bad_input(self):
+        self.expect_usage_error(mpirun(1, "--compute.backend=cpu", "--comm.backend=nccl"),
+                                "comm.backend=nccl")
+
+    def test_gpu_backend_requested_without_a_gpu_is_exit_3(self):
+        # This suite runs where no GPU is usable; GPU hosts run scripts/device-check.sh instead.
+        for option in ("--compute.backend=cuda", "--comm.backend=nccl"):
+            run = mpirun(2, option)
+            self.assertEqual(run.returncode, 3, run)
+            self.assertIsNone(run.report)
+            lines = [l for l in run.stderr.splitlines() if l.startswith("trainproof: error:")]
+            self.assertEqual(len(lines), 1, run)  # one clear line, from one rank
+            self.assertIn(option[2:], lines[0])
+            self.assertIn("no usable GPU on host " + socket.gethostname(), lines[0])
+
+    def test_auto_falls_back_to_cpu_and_mpi_with_a_note(self):
+        run = mpirun(1)
+        self.assertEqual(run.returncode, 0, run)
+        backends = run.report["context"]["backends"]
+        self.assertEqual((backends["compute"], backends["comm"]), ("cpu", "mpi"))
+        self.assertTrue(any("auto chose cpu" in n for n in backends["notes"]), backends)
 
     def test_report_directory_missing(self):
         run = direct("train", "--scenario", os.environ.get("TRAINPROOF_SCENARIOS", "scenarios") +

@@ -12,8 +12,8 @@ TEST(Digest, KnownAnswerForEmptyInput) {
 TEST(Digest, StreamingEqualsOneShot) {
   std::vector<float> a{1, 2, 3}, b{4, 5};
   tp::DigestBuilder builder;
-  builder.add(std::span<const float>(a));
-  builder.add(std::span<const float>(b));
+  builder.add_all(a);
+  builder.add_all(b);
   const std::vector<float> both{1, 2, 3, 4, 5};
   EXPECT_EQ(builder.finish(), tp::digest_of(both.data(), both.size() * sizeof(float)));
 }

@@ -7,11 +7,11 @@
 // Known-answer vectors of Philox4x32-10 from the Random123 distribution (kat_vectors).
 TEST(Philox, KnownAnswers) {
   using tp::philox::philox4x32_10;
-  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, {0, 0}),
-            (tp::philox::Counter{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32_10({{0, 0, 0, 0}}, {{0, 0}}),
+            (tp::philox::Counter{{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}));
   EXPECT_EQ(
-      philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}),
-      (tp::philox::Counter{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+      philox4x32_10({{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, {{0xffffffff, 0xffffffff}}),
+      (tp::philox::Counter{{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}));
 }
 
 TEST(Philox, UnitMapIsExactAndSymmetric) {

@@ -1,0 +1,89 @@
+// The entry point of libtrainproof_gpu.so: the table trainproof reaches the GPU backend through.
+#include "kernels/gpu_api.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_check.h"
+
+namespace tp {
+
+std::unique_ptr<Collective> make_nccl_collective(const World& world, ComputeBackend& compute,
+                                                 double timeout_s);
+std::unique_ptr<Collective> stage_collective_through_host(std::unique_ptr<Collective> inner,
+                                                          ComputeBackend& compute);
+
+namespace {
+
+int device_count() {
+  int count = 0;
+  cudaCheck(cudaGetDeviceCount(&count));
+  if (count == 0) throw RuntimeError("no CUDA device is visible (CUDA_VISIBLE_DEVICES?)");
+  return count;
+}
+
+std::string format_uuid(const cudaUUID_t& uuid) {
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  char text[64];
+  std::snprintf(text, sizeof text,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return text;
+}
+
+std::vector<GpuDevice> inventory() {
+  std::vector<GpuDevice> devices;
+  const int count = device_count();
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop{};
+    cudaCheck(cudaGetDeviceProperties(&prop, d));
+    GpuDevice g;
+    g.index = d;
+    g.name = prop.name;
+    g.uuid = format_uuid(prop.uuid);
+    char bus[32];
+    std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.0", prop.pciDomainID, prop.pciBusID,
+                  prop.pciDeviceID);
+    g.pci_bus_id = bus;
+    g.memory_bytes = prop.totalGlobalMem;
+    g.sm_count = prop.multiProcessorCount;
+    g.compute_capability = prop.major * 10 + prop.minor;
+    int khz = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, d) == cudaSuccess)
+      g.sm_clock_mhz = khz / 1000;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, d) == cudaSuccess)
+      g.memory_clock_mhz = khz / 1000;
+    devices.push_back(g);
+  }
+  return devices;
+}
+
+GpuVersions versions() {
+  GpuVersions v;
+  cudaRuntimeGetVersion(&v.cuda_runtime);
+  cudaDriverGetVersion(&v.cuda_driver);
+  ncclGetVersion(&v.nccl);
+  return v;
+}
+
+const GpuApi kApi = {
+    kGpuApiVersion,
+    TRAINPROOF_GIT_REVISION_STRING,
+    device_count,
+    inventory,
+    versions,
+    make_cuda_backend,
+    make_nccl_collective,
+    stage_collective_through_host,
+};
+
+}  // namespace
+}  // namespace tp
+
+extern "C" const tp::GpuApi* trainproof_gpu_api() {
+  return &tp::kApi;
+}

@@ -1,0 +1,59 @@
+#pragma once
+// The boundary between trainproof and its run-time-loaded GPU backend (libtrainproof_gpu.so).
+// The binary links no CUDA; it dlopens the library only when a GPU backend is asked for and reaches
+// everything through this table. Both sides are built from one tree by one compiler, so C++ types
+// cross the boundary; kGpuApiVersion catches a library left over from another build.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/compute_backend.h"
+#include "mpi/collective.h"
+
+namespace tp {
+
+struct World;
+
+inline constexpr int kGpuApiVersion = 1;
+
+struct GpuDevice {
+  int index = 0;
+  std::string name;
+  std::string uuid;        // "GPU-xxxxxxxx-xxxx-..."
+  std::string pci_bus_id;  // "0000:1b:00.0"
+  uint64_t memory_bytes = 0;
+  int sm_count = 0;
+  int sm_clock_mhz = 0;        // maximum SM clock the runtime reports
+  int memory_clock_mhz = 0;    // maximum memory clock
+  int compute_capability = 0;  // 90 for sm_90
+};
+
+struct GpuVersions {
+  int cuda_runtime = 0;  // e.g. 13000
+  int cuda_driver = 0;   // the CUDA version the driver supports
+  int nccl = 0;          // e.g. 22809
+};
+
+struct GpuApi {
+  int version;
+  const char* build_revision;
+  // Visible devices. Throws RuntimeError carrying the CUDA error when none can be used.
+  int (*device_count)();
+  std::vector<GpuDevice> (*inventory)();
+  GpuVersions (*versions)();
+  // A cuBLAS backend on `device` computing in `dtype` (fp32, bf16, fp16).
+  std::unique_ptr<ComputeBackend> (*make_compute)(int device, const std::string& dtype);
+  // NCCL over all ranks of `world`, on `compute`'s device, ordered after its stream. A
+  // reduction or set-up that takes longer than `timeout_s` is aborted (ncclCommAbort).
+  std::unique_ptr<Collective> (*make_nccl)(const World& world, ComputeBackend& compute,
+                                           double timeout_s);
+  // Wraps a host-memory collective (MPI) so it reduces `compute`'s device gradients by staging
+  // them through pinned host buffers.
+  std::unique_ptr<Collective> (*stage_through_host)(std::unique_ptr<Collective> host_collective,
+                                                    ComputeBackend& compute);
+};
+
+}  // namespace tp
+
+extern "C" const tp::GpuApi* trainproof_gpu_api();

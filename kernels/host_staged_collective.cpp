@@ -1,0 +1,85 @@
+// A host-memory collective (MPI) reducing device gradients: each bucket is copied to pinned host
+// memory when it is started and back when it completes. This is how several ranks share one GPU
+// for compute while communicating over MPI.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_check.h"
+#include "mpi/collective.h"
+
+namespace tp {
+namespace {
+
+class HostStagedCollective final : public Collective {
+ public:
+  HostStagedCollective(std::unique_ptr<Collective> inner, CudaBackendBase& compute)
+      : inner_(std::move(inner)), compute_(compute) {}
+  ~HostStagedCollective() override {
+    if (host_) cudaFreeHost(host_);
+  }
+
+  std::string name() const override { return inner_->name(); }
+  MemoryKind memory() const override { return MemoryKind::device; }
+
+  void start_allreduce_sum(float* data, size_t count) override {
+    float* staged = to_host(data, count);
+    inner_->start_allreduce_sum(staged, count);
+    pending_.push_back({data, staged, count});
+  }
+  void progress() override { inner_->progress(); }
+  void wait_all() override {
+    inner_->wait_all();
+    for (const Pending& p : pending_)
+      cudaCheck(cudaMemcpyAsync(p.device, p.host, p.count * sizeof(float), cudaMemcpyHostToDevice,
+                                compute_.stream()));
+    pending_.clear();
+  }
+  void allreduce_sum(float* data, size_t count) override {
+    float* staged = to_host(data, count);
+    inner_->allreduce_sum(staged, count);
+    cudaCheck(cudaMemcpyAsync(data, staged, count * sizeof(float), cudaMemcpyHostToDevice,
+                              compute_.stream()));
+  }
+  double take_comm_seconds() override { return inner_->take_comm_seconds(); }
+  std::string timing_method(bool overlap) const override {
+    return inner_->timing_method(overlap) +
+           "; device gradients are staged through pinned host memory, and the copies count in "
+           "compute and comm_exposed, not comm";
+  }
+
+ private:
+  struct Pending {
+    float* device;
+    float* host;
+    size_t count;
+  };
+
+  // The host mirror has the gradient buffer's layout, so concurrent buckets never share memory.
+  float* to_host(float* device, size_t count) {
+    if (!host_) cudaCheck(cudaMallocHost(&host_, compute_.gradient_count() * sizeof(float)));
+    float* staged = host_ + (device - compute_.gradients());
+    cudaCheck(cudaMemcpyAsync(staged, device, count * sizeof(float), cudaMemcpyDeviceToHost,
+                              compute_.stream()));
+    cudaCheck(cudaStreamSynchronize(compute_.stream()));
+    return staged;
+  }
+
+  std::unique_ptr<Collective> inner_;
+  CudaBackendBase& compute_;
+  float* host_ = nullptr;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> stage_collective_through_host(std::unique_ptr<Collective> inner,
+                                                          ComputeBackend& compute) {
+  auto* cuda = dynamic_cast<CudaBackendBase*>(&compute);
+  if (!cuda) return inner;  // host gradients need no staging
+  return std::make_unique<HostStagedCollective>(std::move(inner), *cuda);
+}
+
+}  // namespace tp

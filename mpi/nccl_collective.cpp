@@ -1,0 +1,152 @@
+// NCCL allreduce on the compute backend's device, on a communication stream of its own, ordered
+// after the compute stream through events. The communicator is non-blocking (blocking=0), so
+// every wait is a poll that a watchdog deadline can end with ncclCommAbort.
+#include <mpi.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_check.h"
+#include "mpi/check.h"
+#include "mpi/collective.h"
+#include "mpi/world.h"
+
+namespace tp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void throw_nccl(ncclResult_t r, const char* what) {
+  throw RuntimeError(std::string(what) + ": NCCL: " + ncclGetErrorString(r));
+}
+
+class NcclCollective final : public Collective {
+ public:
+  NcclCollective(const World& world, CudaBackendBase& compute, double timeout_s)
+      : compute_(compute), timeout_s_(timeout_s) {
+    cudaCheck(cudaSetDevice(compute.device_index()));
+    ncclUniqueId id{};
+    if (world.rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    mpiCheck(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world.comm));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    const ncclResult_t r = ncclCommInitRankConfig(&comm_, world.size, id, world.rank, &config);
+    if (r != ncclSuccess && r != ncclInProgress) throw_nccl(r, "ncclCommInitRankConfig");
+    wait_ready("ncclCommInitRankConfig (communicator set-up)");
+    cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (cudaEvent_t* e : {&ready_, &first_start_, &last_end_}) cudaCheck(cudaEventCreate(e));
+  }
+
+  ~NcclCollective() override {
+    if (comm_ && !aborted_) {
+      if (ncclCommFinalize(comm_) == ncclInProgress) {
+        ncclResult_t state = ncclInProgress;
+        while (state == ncclInProgress) ncclCommGetAsyncError(comm_, &state);
+      }
+      ncclCommDestroy(comm_);
+    }
+    for (cudaEvent_t e : {ready_, first_start_, last_end_})
+      if (e) cudaEventDestroy(e);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return "nccl"; }
+  MemoryKind memory() const override { return MemoryKind::device; }
+
+  void start_allreduce_sum(float* data, size_t count) override {
+    cudaCheck(cudaEventRecord(ready_, compute_.stream()));
+    cudaCheck(cudaStreamWaitEvent(stream_, ready_, 0));
+    if (!span_open_) {
+      cudaCheck(cudaEventRecord(first_start_, stream_));
+      span_open_ = true;
+    }
+    const ncclResult_t r = ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_);
+    if (r != ncclSuccess && r != ncclInProgress) throw_nccl(r, "ncclAllReduce");
+    wait_ready("ncclAllReduce (enqueue)");
+    cudaCheck(cudaEventRecord(last_end_, stream_));
+    pending_ = true;
+  }
+
+  void progress() override {}  // NCCL's kernels and proxy thread progress on their own
+
+  void wait_all() override {
+    if (!pending_) return;
+    // The watchdog: poll the last bucket's event and the communicator's error state.
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+    for (;;) {
+      const cudaError_t done = cudaEventQuery(last_end_);
+      if (done == cudaSuccess) break;
+      if (done != cudaErrorNotReady) cudaCheck(done);
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state != ncclSuccess && state != ncclInProgress) throw_nccl(state, "ncclAllReduce");
+      if (Clock::now() > deadline) abort_after("ncclAllReduce");
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    cudaCheck(cudaStreamWaitEvent(compute_.stream(), last_end_, 0));
+    pending_ = false;
+  }
+
+  void allreduce_sum(float* data, size_t count) override {
+    start_allreduce_sum(data, count);
+    wait_all();
+  }
+
+  double take_comm_seconds() override {
+    if (!span_open_) return 0.0;
+    cudaCheck(cudaEventSynchronize(last_end_));
+    float ms = 0;
+    cudaCheck(cudaEventElapsedTime(&ms, first_start_, last_end_));
+    span_open_ = false;
+    return ms * 1e-3;
+  }
+
+  std::string timing_method(bool) const override {
+    return "CUDA events on the NCCL stream: the first bucket's start to the last bucket's end";
+  }
+
+ private:
+  void check(ncclResult_t r, const char* what) {
+    if (r != ncclSuccess) throw_nccl(r, what);
+  }
+  // A non-blocking communicator answers ncclInProgress until the call has taken effect.
+  void wait_ready(const char* what) {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+    for (;;) {
+      ncclResult_t state = ncclInProgress;
+      check(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress) throw_nccl(state, what);
+      if (Clock::now() > deadline) abort_after(what);
+      std::this_thread::yield();
+    }
+  }
+  [[noreturn]] void abort_after(const char* what) {
+    ncclCommAbort(comm_);
+    aborted_ = true;
+    throw RuntimeError(std::string("watchdog: ") + what + " did not complete within " +
+                       std::to_string(timeout_s_) + " s; NCCL communicator aborted");
+  }
+
+  CudaBackendBase& compute_;
+  double timeout_s_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr, first_start_ = nullptr, last_end_ = nullptr;
+  bool pending_ = false, span_open_ = false, aborted_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_nccl_collective(const World& world, ComputeBackend& compute,
+                                                 double timeout_s) {
+  auto* cuda = dynamic_cast<CudaBackendBase*>(&compute);
+  if (!cuda) throw UsageError("comm.backend=nccl needs compute.backend=cuda");
+  return std::make_unique<NcclCollective>(world, *cuda, timeout_s);
+}
+
+}  // namespace tp

@@ -1,0 +1,62 @@
+// The GPU path's logic that needs no GPU: device assignment, loader failure, context fields.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "app/context.h"
+#include "kernels/gpu_loader.h"
+
+TEST(GpuLogic, DeviceIsLocalRankModuloDevices) {
+  EXPECT_EQ(tp::device_for_local_rank(0, 4), 0);
+  EXPECT_EQ(tp::device_for_local_rank(5, 4), 1);
+  EXPECT_EQ(tp::device_for_local_rank(1, 1), 0);  // ranks share the only GPU (MPI comm)
+  EXPECT_EQ(tp::device_for_local_rank(0, 0), -1);
+}
+
+TEST(GpuLogic, VersionStrings) {
+  EXPECT_EQ(tp::nccl_version_string(22809), "2.28.9");
+  EXPECT_EQ(tp::nccl_version_string(21903), "2.19.3");
+  EXPECT_EQ(tp::cuda_version_string(13000), "13.0");
+  EXPECT_EQ(tp::cuda_version_string(12040), "12.4");
+  EXPECT_EQ(tp::cuda_version_string(0), "");
+}
+
+TEST(GpuLogic, ClockAndPersistenceWarnings) {
+  const std::string csv =
+      "0, Enabled, 1980, 1980\n"
+      "1, Disabled, 1980, 1980\n"
+      "2, Enabled, 1410, 1980\n"
+      "3, Enabled, [N/A], [N/A]\n";
+  const auto w = tp::gpu_clock_warnings(csv, "node7");
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("GPU 1 on node7: persistence mode is off"), std::string::npos);
+  EXPECT_NE(w[1].find("GPU 2 on node7: application clock 1410 MHz"), std::string::npos);
+  EXPECT_TRUE(tp::gpu_clock_warnings("", "x").empty());
+}
+
+TEST(GpuLogic, InventoryFields) {
+  tp::GpuDevice d;
+  d.index = 1;
+  d.name = "NVIDIA H200";
+  d.uuid = "GPU-0123";
+  d.pci_bus_id = "0000:1b:00.0";
+  d.memory_bytes = 150000000000ull;
+  d.sm_count = 132;
+  d.compute_capability = 90;
+  const auto j = tp::gpu_inventory({d}, "node7");
+  ASSERT_EQ(j.size(), 1u);
+  for (const char* key : {"host", "index", "name", "uuid", "pci_bus_id", "memory_bytes", "sm_count",
+                          "compute_capability", "max_sm_clock_mhz", "max_memory_clock_mhz"})
+    EXPECT_TRUE(j[0].contains(key)) << key;
+  EXPECT_EQ(j[0]["host"], "node7");
+}
+
+// Run last in this process: the loader caches its one attempt.
+TEST(GpuLogic, LoaderReportsAMissingLibrary) {
+  setenv("TRAINPROOF_GPU_LIB", "/nonexistent/libtrainproof_gpu.so", 1);
+  const tp::GpuLibrary& lib = tp::load_gpu_library();
+  EXPECT_EQ(lib.api, nullptr);
+  EXPECT_EQ(lib.path, "/nonexistent/libtrainproof_gpu.so");
+  EXPECT_NE(lib.error.find("libtrainproof_gpu.so"), std::string::npos) << lib.error;
+  unsetenv("TRAINPROOF_GPU_LIB");
+}
