@@ -70,7 +70,10 @@ po::options_description registry() {
   po::options_description watchdog("Watchdog");
   watchdog.add_options()
       ("watchdog.timeout_s", po::value<double>()->default_value(600.0),
-       "a collective (or NCCL set-up) taking longer is aborted (ncclCommAbort) and the run exits 3");
+       "a collective (or NCCL set-up) taking longer is aborted (ncclCommAbort) and the run exits 3")
+      ("watchdog.dir", po::value<std::string>()->default_value(""),
+       "folder all ranks can write for per-rank heartbeats and abort.json; "
+       "empty: trainproof-heartbeats/ beside the report");
 
   po::options_description faults("Faults");
   faults.add_options()
@@ -258,6 +261,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   c.bucket_mb = in_range(vm, "comm.bucket_mb", 0.0, 1e6, true);
   c.overlap = vm["comm.overlap"].as<bool>();
   c.watchdog_timeout_s = in_range(vm, "watchdog.timeout_s", 0.0, 1e7, true);
+  c.watchdog_dir = vm["watchdog.dir"].as<std::string>();
   if (vm.count("fault")) c.faults = parse_faults(vm["fault"].as<std::vector<std::string>>());
 
   c.test.perturb_state_rank = vm["test.perturb_state_rank"].as<int>();

@@ -41,7 +41,7 @@ struct Backends {
 
 // Every rank takes the same decision: a choice that holds on one host but not another (GPUs
 // present, enough of them for NCCL) is agreed over all ranks before anything is created.
-Backends select_backends(const TrainConfig& cfg, const World& world) {
+Backends select_backends(const TrainConfig& cfg, const World& world, const Heartbeat& heartbeat) {
   Backends b;
   if (cfg.comm_backend == "nccl" && cfg.compute_backend == "cpu")
     throw UsageError("comm.backend=nccl needs compute.backend=cuda (NCCL reduces device memory)");
@@ -108,8 +108,14 @@ Backends select_backends(const TrainConfig& cfg, const World& world) {
     b.gpu = nullptr;
   }
   const bool oversubscribed = world.local_size > int(online_cpus());
+  // The watchdog's evidence: heartbeats of the ranks that are behind this one.
+  auto name_missing = [dir = heartbeat.dir(), rank = world.rank,
+                       size = world.size](const std::string& what) {
+    const auto all = Heartbeat::read_all(dir, size);
+    return write_abort_record(dir, what, all[rank], Heartbeat::behind(all, all[rank]));
+  };
   if (use_nccl)
-    b.comm = b.gpu->make_nccl(world, *b.compute, cfg.watchdog_timeout_s);
+    b.comm = b.gpu->make_nccl(world, *b.compute, cfg.watchdog_timeout_s, name_missing);
   else if (use_cuda)
     b.comm = b.gpu->stage_through_host(make_mpi_collective(world, oversubscribed), *b.compute);
   else
@@ -268,13 +274,28 @@ json build_context(const Invocation& inv, const TrainConfig& cfg, const World& w
 int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& world) {
   TrainConfig cfg = cfg_in;
   const std::string start_time = utc_timestamp();
-  if (world.rank == 0) check_report_path(inv.options["report"].as<std::string>());
+  const std::string report_path = inv.options["report"].as<std::string>();
+  std::unique_ptr<Heartbeat> heartbeat;
+  // Checks that can fail on some ranks only are agreed, so every rank stops alike.
+  std::string problem;
+  try {
+    if (world.rank == 0) check_report_path(report_path);
+    heartbeat = std::make_unique<Heartbeat>(
+        cfg.watchdog_dir.empty()
+            ? (fs::absolute(report_path).parent_path() / "trainproof-heartbeats").string()
+            : cfg.watchdog_dir,
+        world.rank, world.host);
+  } catch (const UsageError& e) {
+    problem = e.what();
+  }
+  if (const std::string first = first_problem(world, problem); !first.empty())
+    throw UsageError(first);
   validate_faults(cfg.faults, world.size, cfg.steps);
   if (cfg.model.global_batch < world.size)
     throw UsageError("model.batch=" + std::to_string(cfg.model.global_batch) +
                      " is smaller than the world size " + std::to_string(world.size) +
                      ": every rank needs at least one sample");
-  Backends backends = select_backends(cfg, world);
+  Backends backends = select_backends(cfg, world, *heartbeat);
 
   const BatchShare share = batch_share(cfg.model.global_batch, world.size, world.rank);
   BackendConfig bc{cfg.model.layers, cfg.model.hidden, cfg.model.seq, cfg.model.global_batch,
@@ -306,7 +327,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
 
   SyntheticBatchSource source(cfg.model, share, cfg.seed);
   FaultInjector faults(cfg.faults, world.rank);
-  StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, source, faults, clock);
+  StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, source, faults, *heartbeat,
+                clock);
   const TrainResult result = loop.run();
 
   // Rank 0 gathers every rank's timings, digest and facts.
@@ -343,6 +365,9 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     exit_code = exit_code_for(report["verdict"]);
   }
   mpiCheck(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.comm));
+  heartbeat->finish();
+  mpiCheck(MPI_Barrier(world.comm));
+  if (world.rank == 0) heartbeat->remove_folder_if_empty();
   return exit_code;
 }
 

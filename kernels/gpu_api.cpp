@@ -11,8 +11,9 @@
 
 namespace tp {
 
-std::unique_ptr<Collective> make_nccl_collective(const World& world, ComputeBackend& compute,
-                                                 double timeout_s);
+std::unique_ptr<Collective> make_nccl_collective(
+    const World& world, ComputeBackend& compute, double timeout_s,
+    std::function<std::string(const std::string&)> on_timeout);
 std::unique_ptr<Collective> stage_collective_through_host(std::unique_ptr<Collective> inner,
                                                           ComputeBackend& compute);
 

@@ -4,6 +4,7 @@
 // everything through this table. Both sides are built from one tree by one compiler, so C++ types
 // cross the boundary; kGpuApiVersion catches a library left over from another build.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,9 +46,11 @@ struct GpuApi {
   // A cuBLAS backend on `device` computing in `dtype` (fp32, bf16, fp16).
   std::unique_ptr<ComputeBackend> (*make_compute)(int device, const std::string& dtype);
   // NCCL over all ranks of `world`, on `compute`'s device, ordered after its stream. A
-  // reduction or set-up that takes longer than `timeout_s` is aborted (ncclCommAbort).
-  std::unique_ptr<Collective> (*make_nccl)(const World& world, ComputeBackend& compute,
-                                           double timeout_s);
+  // reduction or set-up that takes longer than `timeout_s` is aborted (ncclCommAbort) after
+  // `on_timeout(what)` has named the ranks that did not arrive; its answer joins the error.
+  std::unique_ptr<Collective> (*make_nccl)(
+      const World& world, ComputeBackend& compute, double timeout_s,
+      std::function<std::string(const std::string&)> on_timeout);
   // Wraps a host-memory collective (MPI) so it reduces `compute`'s device gradients by staging
   // them through pinned host buffers.
   std::unique_ptr<Collective> (*stage_through_host)(std::unique_ptr<Collective> host_collective,

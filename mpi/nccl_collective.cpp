@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,8 +27,9 @@ using Clock = std::chrono::steady_clock;
 
 class NcclCollective final : public Collective {
  public:
-  NcclCollective(const World& world, CudaBackendBase& compute, double timeout_s)
-      : compute_(compute), timeout_s_(timeout_s) {
+  NcclCollective(const World& world, CudaBackendBase& compute, double timeout_s,
+                 std::function<std::string(const std::string&)> on_timeout)
+      : compute_(compute), timeout_s_(timeout_s), on_timeout_(std::move(on_timeout)) {
     cudaCheck(cudaSetDevice(compute.device_index()));
     ncclUniqueId id{};
     if (world.rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -126,14 +128,19 @@ class NcclCollective final : public Collective {
     }
   }
   [[noreturn]] void abort_after(const char* what) {
+    const std::string stalled =
+        std::string(what) + " did not complete within " + std::to_string(timeout_s_) + " s";
+    // The evidence is gathered before the abort, while the other ranks' state is still there.
+    const std::string missing = on_timeout_ ? on_timeout_(stalled) : "";
     ncclCommAbort(comm_);
     aborted_ = true;
-    throw RuntimeError(std::string("watchdog: ") + what + " did not complete within " +
-                       std::to_string(timeout_s_) + " s; NCCL communicator aborted");
+    throw RuntimeError("watchdog: " + stalled + "; NCCL communicator aborted" +
+                       (missing.empty() ? "" : "; " + missing));
   }
 
   CudaBackendBase& compute_;
   double timeout_s_;
+  std::function<std::string(const std::string&)> on_timeout_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr, first_start_ = nullptr, last_end_ = nullptr;
@@ -142,11 +149,12 @@ class NcclCollective final : public Collective {
 
 }  // namespace
 
-std::unique_ptr<Collective> make_nccl_collective(const World& world, ComputeBackend& compute,
-                                                 double timeout_s) {
+std::unique_ptr<Collective> make_nccl_collective(
+    const World& world, ComputeBackend& compute, double timeout_s,
+    std::function<std::string(const std::string&)> on_timeout) {
   auto* cuda = dynamic_cast<CudaBackendBase*>(&compute);
   if (!cuda) throw UsageError("comm.backend=nccl needs compute.backend=cuda");
-  return std::make_unique<NcclCollective>(world, *cuda, timeout_s);
+  return std::make_unique<NcclCollective>(world, *cuda, timeout_s, std::move(on_timeout));
 }
 
 }  // namespace tp

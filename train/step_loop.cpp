@@ -24,13 +24,14 @@ std::vector<StepTiming> unflatten(const double* v, size_t steps) {
 
 StepLoop::StepLoop(const TrainConfig& config, int rank, ComputeBackend& backend,
                    Collective& collective, BatchSource& source, FaultInjector& faults,
-                   const AlignedClock& clock)
+                   Heartbeat& heartbeat, const AlignedClock& clock)
     : config_(config),
       rank_(rank),
       backend_(backend),
       collective_(collective),
       source_(source),
       faults_(faults),
+      heartbeat_(heartbeat),
       clock_(clock),
       buckets_(plan_buckets(config.model.layers, size_t(config.model.hidden) * config.model.hidden,
                             config.bucket_mb)) {}
@@ -53,9 +54,15 @@ TrainResult StepLoop::run() {
           timing.optimizer * 1e3);
   }
   backend_.set_progress_hook(nullptr);
+  heartbeat_.beat(config_.steps, "done");
   if (config_.test.perturb_state_rank == rank_) backend_.perturb_state_for_test();
   result.digest = backend_.state_digest();
   return result;
+}
+
+void StepLoop::enter(int64_t step, Phase phase) {
+  heartbeat_.beat(step, phase_name(phase));
+  faults_.at(step, phase);
 }
 
 StepTiming StepLoop::step(int64_t s) {
@@ -63,12 +70,12 @@ StepTiming StepLoop::step(int64_t s) {
   StepTiming t;
   clock->mark(Mark::step_begin);
 
-  faults_.at(s, Phase::data);
+  enter(s, Phase::data);
   source_.next(s, batch_);
   backend_.load_batch(batch_.view());
   clock->mark(Mark::data_ready);
 
-  faults_.at(s, Phase::compute);
+  enter(s, Phase::compute);
   backend_.forward();
   size_t next_bucket = 0;
   for (int layer = config_.model.layers - 1; layer >= 0; --layer) {
@@ -85,7 +92,7 @@ StepTiming StepLoop::step(int64_t s) {
   }
   clock->mark(Mark::compute_end);
 
-  faults_.at(s, Phase::comm);
+  enter(s, Phase::comm);
   if (config_.overlap) {
     collective_.wait_all();
   } else {
@@ -96,7 +103,7 @@ StepTiming StepLoop::step(int64_t s) {
   }
   clock->mark(Mark::comm_done);
 
-  faults_.at(s, Phase::optimizer);
+  enter(s, Phase::optimizer);
   backend_.optimizer_step(s);
   clock->mark(Mark::optimizer_end);
   // Resolving the marks waits for the step's last device work (a no-op on the CPU).

@@ -11,6 +11,7 @@
 #include "train/batch_source.h"
 #include "train/bucket_plan.h"
 #include "train/faults.h"
+#include "train/heartbeat.h"
 #include "train/train_config.h"
 
 namespace tp {
@@ -39,11 +40,14 @@ struct TrainResult {
 class StepLoop {
  public:
   StepLoop(const TrainConfig& config, int rank, ComputeBackend& backend, Collective& collective,
-           BatchSource& source, FaultInjector& faults, const AlignedClock& clock);
+           BatchSource& source, FaultInjector& faults, Heartbeat& heartbeat,
+           const AlignedClock& clock);
   TrainResult run();
 
  private:
   StepTiming step(int64_t step_number);
+  // Entering a phase: the heartbeat records it, then any fault aimed at it fires.
+  void enter(int64_t step, Phase phase);
 
   const TrainConfig& config_;
   int rank_;
@@ -51,6 +55,7 @@ class StepLoop {
   Collective& collective_;
   BatchSource& source_;
   FaultInjector& faults_;
+  Heartbeat& heartbeat_;
   const AlignedClock& clock_;
   std::vector<Bucket> buckets_;
   Batch batch_;

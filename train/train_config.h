@@ -32,7 +32,8 @@ struct TrainConfig {
   double bucket_mb = 25.0;
   bool overlap = true;
   double watchdog_timeout_s = 600.0;
-  int64_t log_every = 0;  // 0: about ten progress lines per run
+  std::string watchdog_dir;  // heartbeats and abort.json; empty: beside the report
+  int64_t log_every = 0;     // 0: about ten progress lines per run
   std::vector<FaultSpec> faults;
   TestHooks test;
 };

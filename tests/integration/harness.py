@@ -34,7 +34,9 @@ def mpirun(ranks, *args, scenario=TINY, timeout=240):
                "--bind-to", "core:overload-allowed", BIN, "train"]
         if scenario:
             cmd += ["--scenario", scenario]
-        cmd += ["--report", report_path, "--log.level=warn", *args]
+        if "--report" not in args:
+            cmd += ["--report", report_path]
+        cmd += ["--log.level=warn", *args]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         report = None
         if os.path.exists(report_path):

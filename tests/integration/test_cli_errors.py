@@ -73,10 +73,14 @@ class CliErrors(unittest.TestCase):
         self.assertTrue(any("auto chose cpu" in n for n in backends["notes"]), backends)
 
     def test_report_directory_missing(self):
-        run = direct("train", "--scenario", os.environ.get("TRAINPROOF_SCENARIOS", "scenarios") +
-                     "/tiny.ini", "--report", "/nonexistent/dir/r.json")
+        # Checked on rank 0 only, yet every rank must stop (not hang in the next collective).
+        run = mpirun(2, "--report", "/nonexistent/dir/r.json", timeout=60)
         self.assertEqual(run.returncode, 2, run)
         self.assertIn("/nonexistent/dir", run.stderr)
+
+    def test_watchdog_dir_unwritable(self):
+        self.expect_usage_error(mpirun(2, "--watchdog.dir=/proc/trainproof", timeout=60),
+                                "watchdog.dir")
 
     def test_subcommand_errors(self):
         self.assertEqual(direct().returncode, 2)

@@ -1,0 +1,129 @@
+#include "train/heartbeat.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/errors.h"
+
+namespace tp {
+namespace {
+
+constexpr size_t kRecordBytes = 160;
+
+std::string path_for(const std::string& dir, int rank) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank-%06d", rank);
+  return dir + "/" + name;
+}
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+int phase_order(const std::string& phase) {
+  static const char* const kOrder[] = {"start", "data", "compute", "comm", "optimizer", "done"};
+  for (int i = 0; i < 6; ++i)
+    if (phase == kOrder[i]) return i;
+  return -1;
+}
+
+Heartbeat::Heartbeat(std::string dir, int rank, std::string host)
+    : dir_(std::move(dir)), host_(std::move(host)), rank_(rank) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  fd_ = ::open(path_for(dir_, rank_).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd_ < 0) throw UsageError("watchdog.dir: cannot write heartbeats in '" + dir_ + "'");
+  beat(0, "start");
+}
+
+Heartbeat::~Heartbeat() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Heartbeat::beat(int64_t step, const char* phase) {
+  if (fd_ < 0) return;
+  char record[kRecordBytes];
+  std::memset(record, ' ', sizeof record);
+  const int n = std::snprintf(record, sizeof record, "%lld %s %s %.6f", static_cast<long long>(step),
+                              phase, host_.c_str(), now_unix());
+  if (n > 0 && size_t(n) < sizeof record) record[n] = ' ';
+  record[sizeof record - 1] = '\n';
+  [[maybe_unused]] const ssize_t written = ::pwrite(fd_, record, sizeof record, 0);
+}
+
+void Heartbeat::finish() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  std::error_code ec;
+  std::filesystem::remove(path_for(dir_, rank_), ec);
+}
+
+void Heartbeat::remove_folder_if_empty() {
+  std::error_code ec;
+  std::filesystem::remove(dir_, ec);  // fails, harmlessly, while anything is left in it
+}
+
+std::vector<HeartbeatRecord> Heartbeat::read_all(const std::string& dir, int world_size) {
+  std::vector<HeartbeatRecord> records(world_size);
+  for (int r = 0; r < world_size; ++r) {
+    records[r].rank = r;
+    std::ifstream in(path_for(dir, r));
+    HeartbeatRecord& h = records[r];
+    long long step = 0;
+    if (in >> step >> h.phase >> h.host >> h.unix_time) {
+      h.step = step;
+      h.present = true;
+    }
+  }
+  return records;
+}
+
+std::vector<HeartbeatRecord> Heartbeat::behind(const std::vector<HeartbeatRecord>& all,
+                                               const HeartbeatRecord& me) {
+  std::vector<HeartbeatRecord> missing;
+  for (const HeartbeatRecord& h : all) {
+    const bool is_behind = !h.present || h.step < me.step ||
+                           (h.step == me.step && phase_order(h.phase) < phase_order(me.phase));
+    if (is_behind) missing.push_back(h);
+  }
+  return missing;
+}
+
+std::string write_abort_record(const std::string& dir, const std::string& what,
+                               const HeartbeatRecord& me,
+                               const std::vector<HeartbeatRecord>& missing) {
+  nlohmann::json record;
+  record["reason"] = what;
+  record["detected_by"] = {{"rank", me.rank}, {"host", me.host}, {"step", me.step},
+                           {"phase", me.phase}};
+  record["detected_at_unix"] = now_unix();
+  record["missing"] = nlohmann::json::array();
+  std::ostringstream summary;
+  for (const HeartbeatRecord& h : missing) {
+    record["missing"].push_back({{"rank", h.rank},
+                                 {"host", h.present ? nlohmann::json(h.host) : nlohmann::json()},
+                                 {"last_step", h.step},
+                                 {"last_phase", h.present ? h.phase : "none"},
+                                 {"last_seen_unix", h.unix_time}});
+    summary << (summary.tellp() ? ", " : "") << "rank " << h.rank
+            << (h.present ? " on " + h.host + " (last in step " + std::to_string(h.step) + " " +
+                                h.phase + ")"
+                          : " (no heartbeat)");
+  }
+  const std::string path = dir + "/abort.json";
+  std::ofstream(path) << record.dump(2) << '\n';
+  return missing.empty() ? "every rank's heartbeat reached this point (abort.json: " + path + ")"
+                         : "did not arrive: " + summary.str() + " (abort.json: " + path + ")";
+}
+
+}  // namespace tp
