@@ -34,11 +34,12 @@ std::string render_summary(const json& report, size_t slowest_ranks_shown) {
   const json& train = report.at("train");
   const json& model = train.at("model");
   std::string out;
+  const size_t hosts = ctx.at("hosts").size();
   out += format(
-      "trainproof %s: %d ranks on %zu hosts, %lld steps (%lld warm-up), compute %s, "
+      "trainproof %s: %d ranks on %zu host%s, %lld steps (%lld warm-up), compute %s, "
       "comm %s%s\n",
       ctx.at("tool").at("version").get<std::string>().c_str(), ctx.at("world_size").get<int>(),
-      ctx.at("hosts").size(), train.at("steps_run").get<long long>(),
+      hosts, hosts == 1 ? "" : "s", train.at("steps_run").get<long long>(),
       train.at("warmup_steps").get<long long>(),
       ctx.at("backends").at("compute").get<std::string>().c_str(),
       ctx.at("backends").at("comm").get<std::string>().c_str(),

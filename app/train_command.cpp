@@ -306,10 +306,18 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   AlignedClock clock(cfg.test.clock_offset_rank == world.rank ? cfg.test.clock_offset_s : 0.0);
   if (!cfg.test.skip_clock_alignment) clock.align(world.comm);
 
-  const size_t check_floats = std::min<size_t>(size_t(cfg.bucket_mb * 262144.0), size_t(1) << 20);
+  // The self-check reduces through the step's own collective, in the gradient buffer (the memory
+  // the step reduces), before step 1 overwrites it.
+  ComputeBackend& compute = *backends.compute;
+  const size_t check_floats =
+      std::min({size_t(cfg.bucket_mb * 262144.0) + 1024, size_t(1) << 20,
+                size_t(cfg.model.layers) * cfg.model.hidden * cfg.model.hidden});
+  const ReductionBuffer check_buffer{
+      compute.gradients(), check_floats,
+      [&](const std::vector<float>& v) { compute.write_gradients(v.data(), v.size()); },
+      [&](std::vector<float>& v) { compute.read_gradients(v.data(), v.size()); }};
   const CollectiveCheck collective =
-      check_allreduce(*backends.comm, world, std::max<size_t>(check_floats, 1024),
-                      cfg.test.corrupt_collective_rank);
+      check_allreduce(*backends.comm, world, check_buffer, cfg.test.corrupt_collective_rank);
   if (collective.wrong_elements > 0)
     spdlog::error("collective self-check: {} wrong elements, first on rank {}",
                   collective.wrong_elements, collective.first_wrong_rank);

@@ -81,6 +81,10 @@ class ComputeBackend {
 
   // Flat gradient buffer: layer l occupies [l*hidden*hidden, (l+1)*hidden*hidden).
   virtual float* gradients() = 0;
+  // Host copies into and out of the first n floats of the gradient buffer, ordered with all
+  // work issued before. The collective self-check uses the buffer before step 1.
+  virtual void write_gradients(const float* host, size_t n) = 0;
+  virtual void read_gradients(float* host, size_t n) = 0;
   virtual void optimizer_step(int64_t step) = 0;
 
   // xxh3-128 of the parameters followed by the optimizer state.

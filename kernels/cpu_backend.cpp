@@ -117,6 +117,12 @@ class CpuBackend final : public ComputeBackend {
   void set_progress_hook(std::function<void()> hook) override { progress_ = std::move(hook); }
   void synchronize() override {}
   float* gradients() override { return grads_.data(); }
+  void write_gradients(const float* host, size_t n) override {
+    std::memcpy(grads_.data(), host, n * sizeof(float));
+  }
+  void read_gradients(float* host, size_t n) override {
+    std::memcpy(host, grads_.data(), n * sizeof(float));
+  }
 
   void optimizer_step(int64_t step) override {
     const OptimizerConfig& o = config_.optimizer;

@@ -276,6 +276,15 @@ class CudaBackend final : public CudaBackendBase {
   void set_progress_hook(std::function<void()>) override {}  // NCCL and the GPU progress alone
   void synchronize() override { cudaCheck(cudaStreamSynchronize(stream_)); }
   float* gradients() override { return grads_.get(); }
+  void write_gradients(const float* host, size_t n) override {
+    cudaCheck(
+        cudaMemcpyAsync(grads_.get(), host, n * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    synchronize();
+  }
+  void read_gradients(float* host, size_t n) override {
+    synchronize();
+    cudaCheck(cudaMemcpy(host, grads_.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
+  }
 
   void optimizer_step(int64_t step) override {
     launch_optimizer(config_.optimizer, step, params_.get(), moment1_.get(), moment2_.get(),

@@ -63,7 +63,14 @@ class HostStagedCollective final : public Collective {
     float* staged = host_ + (device - compute_.gradients());
     cudaCheck(cudaMemcpyAsync(staged, device, count * sizeof(float), cudaMemcpyDeviceToHost,
                               compute_.stream()));
-    cudaCheck(cudaStreamSynchronize(compute_.stream()));
+    // While the GPU catches up, keep the earlier buckets' MPI reductions moving: Open MPI has no
+    // progress thread.
+    for (;;) {
+      const cudaError_t state = cudaStreamQuery(compute_.stream());
+      if (state == cudaSuccess) break;
+      if (state != cudaErrorNotReady) cudaCheck(state);
+      inner_->progress();
+    }
     return staged;
   }
 

@@ -19,14 +19,18 @@ int64_t count_wrong(const std::vector<float>& values, int world_size) {
 
 }  // namespace
 
-CollectiveCheck check_allreduce(Collective& collective, const World& world, size_t count,
-                                int corrupt_rank) {
-  std::vector<float> blocking(count), nonblocking(count);
-  for (size_t i = 0; i < count; ++i)
-    blocking[i] = nonblocking[i] = float(1 + (i + size_t(world.rank)) % 3);
-  collective.allreduce_sum(blocking.data(), count);
-  collective.start_allreduce_sum(nonblocking.data(), count);
+CollectiveCheck check_allreduce(Collective& collective, const World& world,
+                                const ReductionBuffer& buffer, int corrupt_rank) {
+  const size_t count = buffer.count;
+  std::vector<float> pattern(count), blocking(count), nonblocking(count);
+  for (size_t i = 0; i < count; ++i) pattern[i] = float(1 + (i + size_t(world.rank)) % 3);
+  buffer.write(pattern);
+  collective.allreduce_sum(buffer.data, count);
+  buffer.read(blocking);
+  buffer.write(pattern);
+  collective.start_allreduce_sum(buffer.data, count);
   collective.wait_all();
+  buffer.read(nonblocking);
   collective.take_comm_seconds();
   if (world.rank == corrupt_rank && count > 0) nonblocking[0] += 1.0f;
 

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -40,7 +40,7 @@ int phase_order(const std::string& phase) {
 Heartbeat::Heartbeat(std::string dir, int rank, std::string host)
     : dir_(std::move(dir)), host_(std::move(host)), rank_(rank) {
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
+  std::filesystem::create_directory(dir_, ec);  // never its parents: a missing folder is an error
   fd_ = ::open(path_for(dir_, rank_).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd_ < 0) throw UsageError("watchdog.dir: cannot write heartbeats in '" + dir_ + "'");
   beat(0, "start");
@@ -54,8 +54,8 @@ void Heartbeat::beat(int64_t step, const char* phase) {
   if (fd_ < 0) return;
   char record[kRecordBytes];
   std::memset(record, ' ', sizeof record);
-  const int n = std::snprintf(record, sizeof record, "%lld %s %s %.6f", static_cast<long long>(step),
-                              phase, host_.c_str(), now_unix());
+  const int n = std::snprintf(record, sizeof record, "%lld %s %s %.6f",
+                              static_cast<long long>(step), phase, host_.c_str(), now_unix());
   if (n > 0 && size_t(n) < sizeof record) record[n] = ' ';
   record[sizeof record - 1] = '\n';
   [[maybe_unused]] const ssize_t written = ::pwrite(fd_, record, sizeof record, 0);
@@ -104,8 +104,8 @@ std::string write_abort_record(const std::string& dir, const std::string& what,
                                const std::vector<HeartbeatRecord>& missing) {
   nlohmann::json record;
   record["reason"] = what;
-  record["detected_by"] = {{"rank", me.rank}, {"host", me.host}, {"step", me.step},
-                           {"phase", me.phase}};
+  record["detected_by"] = {
+      {"rank", me.rank}, {"host", me.host}, {"step", me.step}, {"phase", me.phase}};
   record["detected_at_unix"] = now_unix();
   record["missing"] = nlohmann::json::array();
   std::ostringstream summary;
