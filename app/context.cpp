@@ -59,6 +59,7 @@ nlohmann::json gpu_inventory(const std::vector<GpuDevice>& devices, const std::s
                    {"memory_bytes", d.memory_bytes},
                    {"sm_count", d.sm_count},
                    {"compute_capability", d.compute_capability},
+                   {"compute_mode", d.compute_mode},
                    {"max_sm_clock_mhz", d.sm_clock_mhz},
                    {"max_memory_clock_mhz", d.memory_clock_mhz}});
   return out;

@@ -37,6 +37,7 @@ struct Backends {
   std::vector<std::string> notes;
   const GpuApi* gpu = nullptr;  // set when the GPU library is loaded and a device is usable
   int device_count = 0;
+  int gpu_sharers = 1;  // ranks of this host computing on this rank's GPU
 };
 
 // Every rank takes the same decision: a choice that holds on one host but not another (GPUs
@@ -79,11 +80,30 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
                                      (first_gpu_problem.empty() ? std::string("no GPU wanted")
                                                                 : first_gpu_problem));
 
-  // NCCL refuses two ranks on one GPU: every host needs a device per local rank.
+  // Which ranks share a GPU is learned from the devices' UUIDs, not guessed from counts: under
+  // Slurm's per-task GPU binding every rank sees one device, and all of them are different.
+  int device = -1;
+  if (use_cuda) {
+    device = device_for_local_rank(world.local_rank, b.device_count);
+    const GpuDevice mine = b.gpu->inventory().at(size_t(device));
+    const std::string key = world.host + "|" + mine.uuid;
+    const auto all = all_gather_strings(world, key);
+    b.gpu_sharers = int(std::count(all.begin(), all.end(), key));
+    // Exclusive or prohibited compute mode lets one process at most use the GPU.
+    std::string sharing_problem;
+    if (b.gpu_sharers > 1 && mine.compute_mode != 0)
+      sharing_problem = "GPU " + std::to_string(device) + " (" + mine.uuid + ") on host " +
+                        world.host + " is in an exclusive compute mode, but " +
+                        std::to_string(b.gpu_sharers) + " ranks would share it";
+    if (const auto first = first_problem(world, sharing_problem); !first.empty())
+      throw EnvironmentError(first + " (run one rank per GPU)");
+  }
+
+  // NCCL refuses two ranks on one GPU.
   std::string nccl_problem;
-  if (use_cuda && b.device_count < world.local_size)
-    nccl_problem = "host " + world.host + " has " + std::to_string(b.device_count) + " GPUs for " +
-                   std::to_string(world.local_size) + " local ranks";
+  if (use_cuda && b.gpu_sharers > 1)
+    nccl_problem = "GPU " + std::to_string(device) + " on host " + world.host + " is shared by " +
+                   std::to_string(b.gpu_sharers) + " local ranks";
   const std::string first_nccl_problem =
       cfg.comm_backend == "mpi" || !use_cuda ? "" : first_problem(world, nccl_problem);
   if (cfg.comm_backend == "nccl" && !first_nccl_problem.empty())
@@ -101,8 +121,7 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
     throw UsageError("model.dtype=" + cfg.dtype +
                      " needs compute.backend=cuda; the cpu backend computes fp32");
   if (use_cuda) {
-    b.compute =
-        b.gpu->make_compute(device_for_local_rank(world.local_rank, b.device_count), cfg.dtype);
+    b.compute = b.gpu->make_compute(device, cfg.dtype);
   } else {
     b.compute = make_cpu_backend();
     b.gpu = nullptr;
@@ -138,9 +157,7 @@ void check_memory(const World& world, const Backends& backends, const BackendCon
   const uint64_t staging = 2 * sizeof(float) * uint64_t(bc.local_samples) * bc.seq * bc.hidden;
   const bool on_gpu = backends.gpu != nullptr;
   const uint64_t per_rank = backend.bytes_needed(bc) + (on_gpu ? 0 : staging);
-  const int sharers = on_gpu
-                          ? (world.local_size + backends.device_count - 1) / backends.device_count
-                          : world.local_size;
+  const int sharers = on_gpu ? backends.gpu_sharers : world.local_size;
   const uint64_t needed = per_rank * uint64_t(sharers);
   const auto available = backend.memory_available();
   std::string problem;
@@ -267,6 +284,10 @@ json build_context(const Invocation& inv, const TrainConfig& cfg, const World& w
       timing_warnings({cpu_busiest, online_cpus(), cpu_governor(), build::kBuildType,
                        build::kSanitizers, measured_steps});
   warnings.insert(warnings.end(), gpu_facts.warnings.begin(), gpu_facts.warnings.end());
+  if (backends.gpu && backends.gpu_sharers > 1)
+    warnings.push_back(std::to_string(backends.gpu_sharers) +
+                       " ranks share one GPU: they time-slice it, so compute figures are not a "
+                       "single rank's");
   ctx["warnings"] = warnings;
   return ctx;
 }

@@ -22,7 +22,7 @@ namespace {
 constexpr int kThreads = 256;
 
 unsigned blocks_for(size_t n) {
-  const size_t blocks = (n + kThreads - 1) / kThreads;
+  const size_t blocks = n == 0 ? 1 : (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 65535u * 64u ? blocks : 65535u * 64u);
 }
 
@@ -64,6 +64,15 @@ __global__ void init_uniform_kernel(float* out, uint64_t n, uint64_t seed, uint6
 template <typename T>
 __global__ void cast_kernel(const float* in, T* out, size_t n) {
   GRID_STRIDE_LOOP(i, n) out[i] = Element<T>::from_float(in[i]);
+}
+
+// Contiguous host-layout samples into the padded per-sample stride of device buffers.
+template <typename T>
+__global__ void cast_to_stride_kernel(const float* in, T* out, size_t sample, size_t stride,
+                                      size_t samples) {
+  GRID_STRIDE_LOOP(i, sample * samples) {
+    out[(i / sample) * stride + i % sample] = Element<T>::from_float(in[i]);
+  }
 }
 
 template <typename T>
@@ -157,8 +166,13 @@ class CudaBackend final : public CudaBackendBase {
     cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     cublasCheck(cublasCreate(&cublas_));
     cublasCheck(cublasSetStream(cublas_, stream_));
-    // Pedantic math: fp32 GEMMs must not silently drop to TF32.
-    cublasCheck(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH));
+    // fp32 GEMMs must not silently drop to TF32 (pedantic); 16-bit GEMMs keep their tensor cores
+    // but must accumulate in full fp32.
+    cublasCheck(cublasSetMathMode(
+        cublas_, std::is_same_v<T, float>
+                     ? CUBLAS_PEDANTIC_MATH
+                     : cublasMath_t(CUBLAS_DEFAULT_MATH |
+                                    CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     cudaDeviceProp prop{};
     cudaCheck(cudaGetDeviceProperties(&prop, device_));
     device_name_ = prop.name;
@@ -181,10 +195,12 @@ class CudaBackend final : public CudaBackendBase {
   uint64_t bytes_needed(const BackendConfig& c) const override {
     const uint64_t layer = uint64_t(c.hidden) * c.hidden;
     const uint64_t states = c.optimizer.kind == OptimizerKind::adam ? 2 : 1;
-    const uint64_t tokens = uint64_t(c.local_samples) * c.seq * c.hidden;
+    const uint64_t sample = uint64_t(c.seq) * c.hidden;
+    const uint64_t tokens = uint64_t(c.local_samples) * padded_stride(sample);
     const uint64_t weight_copy = sizeof(T) == sizeof(float) ? 0 : sizeof(T) * layer * c.layers;
-    return sizeof(float) * (layer * c.layers * (2 + states) + layer + 2 * tokens) + weight_copy +
-           sizeof(T) * tokens * (c.layers + 1 + 3);
+    return sizeof(float) *
+               (layer * c.layers * (2 + states) + layer + 2 * sample * uint64_t(c.local_samples)) +
+           weight_copy + sizeof(T) * tokens * (c.layers + 1 + 3);
   }
   std::optional<uint64_t> memory_available() const override {
     size_t free_bytes = 0, total = 0;
@@ -198,7 +214,8 @@ class CudaBackend final : public CudaBackendBase {
     cudaCheck(cudaSetDevice(device_));
     layer_size_ = size_t(c.hidden) * c.hidden;
     sample_size_ = size_t(c.seq) * c.hidden;
-    const size_t params = layer_size_ * c.layers, tokens = sample_size_ * c.local_samples;
+    sample_stride_ = padded_stride(sample_size_);
+    const size_t params = layer_size_ * c.layers, tokens = sample_stride_ * c.local_samples;
     grid_ = make_grad_grid(c.global_batch);
     params_.allocate(params);
     grads_.allocate(params);
@@ -210,11 +227,15 @@ class CudaBackend final : public CudaBackendBase {
     upstream_.allocate(tokens);
     downstream_.allocate(tokens);
     sample_weight_grad_.allocate(layer_size_);
-    staging_.allocate(2 * tokens);
+    staging_.allocate(2 * sample_size_ * c.local_samples);
     cudaCheck(cudaMemsetAsync(grads_.get(), 0, params * sizeof(float), stream_));
     cudaCheck(cudaMemsetAsync(moment1_.get(), 0, params * sizeof(float), stream_));
     if (moment2_.size())
       cudaCheck(cudaMemsetAsync(moment2_.get(), 0, params * sizeof(float), stream_));
+    // Padding between samples stays zero for the whole run (GEMMs write only the samples), so
+    // elementwise passes over whole buffers never meet undefined memory.
+    for (DeviceBuffer<T>* b : {&activations_, &targets_, &upstream_, &downstream_})
+      cudaCheck(cudaMemsetAsync(b->get(), 0, b->size() * sizeof(T), stream_));
     const float scale = 1.0f / std::sqrt(float(c.hidden));  // as the CPU backend computes it
     for (int l = 0; l < c.layers; ++l) {
       init_uniform_kernel<<<blocks_for((layer_size_ + 3) / 4), kThreads, 0, stream_>>>(
@@ -227,22 +248,15 @@ class CudaBackend final : public CudaBackendBase {
 
   void load_batch(const BatchView& batch) override {
     const size_t n = sample_size_ * batch.samples;
-    if constexpr (std::is_same_v<T, float>) {
-      cudaCheck(cudaMemcpyAsync(activations_.get(), batch.inputs, n * sizeof(float),
-                                cudaMemcpyHostToDevice, stream_));
-      cudaCheck(cudaMemcpyAsync(targets_.get(), batch.targets, n * sizeof(float),
-                                cudaMemcpyHostToDevice, stream_));
-    } else {
-      cudaCheck(cudaMemcpyAsync(staging_.get(), batch.inputs, n * sizeof(float),
-                                cudaMemcpyHostToDevice, stream_));
-      cudaCheck(cudaMemcpyAsync(staging_.get() + n, batch.targets, n * sizeof(float),
-                                cudaMemcpyHostToDevice, stream_));
-      cast_kernel<T>
-          <<<blocks_for(n), kThreads, 0, stream_>>>(staging_.get(), activations_.get(), n);
-      cast_kernel<T>
-          <<<blocks_for(n), kThreads, 0, stream_>>>(staging_.get() + n, targets_.get(), n);
-      cudaCheck(cudaGetLastError());
-    }
+    cudaCheck(cudaMemcpyAsync(staging_.get(), batch.inputs, n * sizeof(float),
+                              cudaMemcpyHostToDevice, stream_));
+    cudaCheck(cudaMemcpyAsync(staging_.get() + n, batch.targets, n * sizeof(float),
+                              cudaMemcpyHostToDevice, stream_));
+    cast_to_stride_kernel<T><<<blocks_for(n), kThreads, 0, stream_>>>(
+        staging_.get(), activations_.get(), sample_size_, sample_stride_, batch.samples);
+    cast_to_stride_kernel<T><<<blocks_for(n), kThreads, 0, stream_>>>(
+        staging_.get() + n, targets_.get(), sample_size_, sample_stride_, batch.samples);
+    cudaCheck(cudaGetLastError());
   }
 
   void forward() override {
@@ -261,14 +275,14 @@ class CudaBackend final : public CudaBackendBase {
     float* grad = grads_.get() + layer_size_ * layer;
     cudaCheck(cudaMemsetAsync(grad, 0, layer_size_ * sizeof(float), stream_));
     for (int s = 0; s < config_.local_samples; ++s) {
-      const T* dy = upstream_.get() + sample_size_ * s;
+      const T* dy = upstream_.get() + sample_stride_ * s;
       // Per-sample weight gradient in fp32, shaped before it meets any other sample.
       gemm<float>(true, false, h, h, seq, activation(layer, s), dy, sample_weight_grad_.get());
       shape_accumulate_kernel<<<blocks_for(layer_size_), kThreads, 0, stream_>>>(
           sample_weight_grad_.get(), grad, layer_size_, grid_);
       cudaCheck(cudaGetLastError());
       if (layer > 0)
-        gemm<T>(false, true, seq, h, h, dy, weights(layer), downstream_.get() + sample_size_ * s);
+        gemm<T>(false, true, seq, h, h, dy, weights(layer), downstream_.get() + sample_stride_ * s);
     }
     upstream_.swap(downstream_);
   }
@@ -305,6 +319,7 @@ class CudaBackend final : public CudaBackendBase {
   }
 
   void perturb_state_for_test() override {
+    synchronize();
     uint32_t bits = 0;
     cudaCheck(cudaMemcpy(&bits, params_.get(), sizeof bits, cudaMemcpyDeviceToHost));
     bits ^= 1u;
@@ -325,6 +340,8 @@ class CudaBackend final : public CudaBackendBase {
       for (int i = 0; i < count; ++i)
         gemm<T>(false, false, seq, h, h, activation(0, 0), weights(0), activation(1, 0));
     };
+    // Defined inputs: uninitialised memory could hold NaNs or denormals that change the speed.
+    cudaCheck(cudaMemsetAsync(activation(0, 0), 0, sample_stride_ * sizeof(T), stream_));
     run(3);  // warm-up: cuBLAS heuristics and clocks
     int count = 1;
     float ms = 0;
@@ -369,7 +386,8 @@ class CudaBackend final : public CudaBackendBase {
       return weights_.get() + layer_size_ * l;
   }
   T* activation(int boundary, int sample) {
-    return activations_.get() + sample_size_ * (size_t(config_.local_samples) * boundary + sample);
+    return activations_.get() +
+           sample_stride_ * (size_t(config_.local_samples) * boundary + sample);
   }
 
   int device_;
@@ -377,7 +395,13 @@ class CudaBackend final : public CudaBackendBase {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   BackendConfig config_;
-  size_t layer_size_ = 0, sample_size_ = 0;
+  // Samples start on 256-byte boundaries: cuBLAS chooses kernels partly by pointer alignment, and
+  // every sample must meet the same kernel whatever its position in the local batch.
+  static size_t padded_stride(size_t elements) {
+    const size_t unit = 256 / sizeof(T);
+    return (elements + unit - 1) / unit * unit;
+  }
+  size_t layer_size_ = 0, sample_size_ = 0, sample_stride_ = 0;
   GradGrid grid_{};
   DeviceBuffer<float> params_, grads_, moment1_, moment2_, sample_weight_grad_, staging_;
   DeviceBuffer<T> weights_, activations_, targets_, upstream_, downstream_;

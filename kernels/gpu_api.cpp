@@ -53,6 +53,7 @@ std::vector<GpuDevice> inventory() {
     g.memory_bytes = prop.totalGlobalMem;
     g.sm_count = prop.multiProcessorCount;
     g.compute_capability = prop.major * 10 + prop.minor;
+    cudaDeviceGetAttribute(&g.compute_mode, cudaDevAttrComputeMode, d);
     int khz = 0;
     if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, d) == cudaSuccess)
       g.sm_clock_mhz = khz / 1000;

@@ -28,6 +28,7 @@ struct GpuDevice {
   int sm_clock_mhz = 0;        // maximum SM clock the runtime reports
   int memory_clock_mhz = 0;    // maximum memory clock
   int compute_capability = 0;  // 90 for sm_90
+  int compute_mode = 0;        // cudaComputeMode: 0 default (shareable), else exclusive/prohibited
 };
 
 struct GpuVersions {

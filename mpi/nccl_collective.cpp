@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,19 +38,29 @@ class NcclCollective final : public Collective {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     const ncclResult_t r = ncclCommInitRankConfig(&comm_, world.size, id, world.rank, &config);
-    if (r != ncclSuccess && r != ncclInProgress) throw_nccl(r, "ncclCommInitRankConfig");
+    if (r != ncclSuccess && r != ncclInProgress) {
+      if (comm_) fail(r, "ncclCommInitRankConfig");
+      throw_nccl(r, "ncclCommInitRankConfig");
+    }
     wait_ready("ncclCommInitRankConfig (communicator set-up)");
     cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    for (cudaEvent_t* e : {&ready_, &first_start_, &last_end_}) cudaCheck(cudaEventCreate(e));
+    cudaCheck(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreate(&first_start_));
+    cudaCheck(cudaEventCreate(&last_end_));
   }
 
   ~NcclCollective() override {
+    // A clean finalize needs every peer; while an exception unwinds (a failed rank, the
+    // watchdog) or when finalizing does not settle in time, abort instead of blocking the exit.
     if (comm_ && !aborted_) {
-      if (ncclCommFinalize(comm_) == ncclInProgress) {
-        ncclResult_t state = ncclInProgress;
-        while (state == ncclInProgress) ncclCommGetAsyncError(comm_, &state);
-      }
-      ncclCommDestroy(comm_);
+      ncclResult_t state = std::uncaught_exceptions() ? ncclInternalError : ncclCommFinalize(comm_);
+      const auto deadline = Clock::now() + std::chrono::seconds(30);
+      while (state == ncclInProgress && Clock::now() < deadline)
+        ncclCommGetAsyncError(comm_, &state);
+      if (state == ncclSuccess)
+        ncclCommDestroy(comm_);
+      else
+        ncclCommAbort(comm_);
     }
     for (cudaEvent_t e : {ready_, first_start_, last_end_})
       if (e) cudaEventDestroy(e);
@@ -67,7 +78,7 @@ class NcclCollective final : public Collective {
       span_open_ = true;
     }
     const ncclResult_t r = ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_);
-    if (r != ncclSuccess && r != ncclInProgress) throw_nccl(r, "ncclAllReduce");
+    if (r != ncclSuccess && r != ncclInProgress) fail(r, "ncclAllReduce");
     wait_ready("ncclAllReduce (enqueue)");
     cudaCheck(cudaEventRecord(last_end_, stream_));
     pending_ = true;
@@ -85,7 +96,7 @@ class NcclCollective final : public Collective {
       if (done != cudaErrorNotReady) cudaCheck(done);
       ncclResult_t state = ncclSuccess;
       ncclCommGetAsyncError(comm_, &state);
-      if (state != ncclSuccess && state != ncclInProgress) throw_nccl(state, "ncclAllReduce");
+      if (state != ncclSuccess && state != ncclInProgress) fail(state, "ncclAllReduce");
       if (Clock::now() > deadline) abort_after("ncclAllReduce");
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
@@ -122,10 +133,16 @@ class NcclCollective final : public Collective {
       ncclResult_t state = ncclInProgress;
       check(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
       if (state == ncclSuccess) return;
-      if (state != ncclInProgress) throw_nccl(state, what);
+      if (state != ncclInProgress) fail(state, what);
       if (Clock::now() > deadline) abort_after(what);
       std::this_thread::yield();
     }
+  }
+  // NCCL requires an abort after an asynchronous error; the communicator is unusable after it.
+  [[noreturn]] void fail(ncclResult_t r, const char* what) {
+    ncclCommAbort(comm_);
+    aborted_ = true;
+    throw_nccl(r, what);
   }
   [[noreturn]] void abort_after(const char* what) {
     const std::string stalled =

@@ -61,6 +61,23 @@ std::vector<double> gather_at_root(const World& world, const std::vector<double>
 
 namespace tp {
 
+std::vector<std::string> all_gather_strings(const World& world, const std::string& mine) {
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(world.size), offsets(world.size);
+  mpiCheck(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, world.comm));
+  int total = 0;
+  for (int r = 0; r < world.size; ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::vector<char> all(size_t(total) + 1);
+  mpiCheck(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                          MPI_CHAR, world.comm));
+  std::vector<std::string> strings;
+  for (int r = 0; r < world.size; ++r) strings.emplace_back(&all[offsets[r]], lengths[r]);
+  return strings;
+}
+
 std::vector<std::string> gather_strings_at_root(const World& world, const std::string& mine) {
   const int length = static_cast<int>(mine.size());
   std::vector<int> lengths(world.rank == 0 ? world.size : 0);

@@ -31,6 +31,8 @@ std::vector<double> gather_at_root(const World& world, const std::vector<double>
 }  // namespace tp
 
 namespace tp {
+// Every rank receives every rank's string, indexed by rank.
+std::vector<std::string> all_gather_strings(const World& world, const std::string& mine);
 // Gathers one string per rank at rank 0 (indexed by rank); empty elsewhere.
 std::vector<std::string> gather_strings_at_root(const World& world, const std::string& mine);
 }  // namespace tp

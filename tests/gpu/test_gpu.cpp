@@ -19,9 +19,13 @@ namespace {
 
 constexpr int kLayers = 3, kHidden = 64, kSeq = 16, kBatch = 6;
 
-tp::BackendConfig config(int local_samples, tp::OptimizerKind kind = tp::OptimizerKind::adam) {
-  tp::BackendConfig c{kLayers, kHidden, kSeq, kBatch, local_samples, 42, {}};
-  c.optimizer.kind = kind;
+struct Shape {
+  int hidden = kHidden, seq = kSeq;
+};
+
+tp::BackendConfig config(int local_samples, Shape shape = {}) {
+  tp::BackendConfig c{kLayers, shape.hidden, shape.seq, kBatch, local_samples, 42, {}};
+  c.optimizer.kind = tp::OptimizerKind::adam;
   c.optimizer.lr = 1e-3f;
   return c;
 }
@@ -33,16 +37,17 @@ uint32_t bits(float f) {
 }
 
 // One training step of `samples` samples starting at `first`; returns the gradient buffer.
-std::vector<float> step_gradients(tp::ComputeBackend& backend, int first, int samples) {
-  backend.initialize(config(samples));
-  tp::SyntheticBatchSource source({kLayers, kHidden, kSeq, kBatch}, {first, samples}, 42);
+std::vector<float> step_gradients(tp::ComputeBackend& backend, int first, int samples,
+                                  Shape shape = {}) {
+  backend.initialize(config(samples, shape));
+  tp::SyntheticBatchSource source({kLayers, shape.hidden, shape.seq, kBatch}, {first, samples}, 42);
   tp::Batch batch;
   source.next(1, batch);
   backend.load_batch(batch.view());
   backend.forward();
   for (int l = kLayers - 1; l >= 0; --l) backend.backward_layer(l);
   backend.synchronize();
-  std::vector<float> grads(size_t(kLayers) * kHidden * kHidden);
+  std::vector<float> grads(size_t(kLayers) * shape.hidden * shape.hidden);
   cudaMemcpy(grads.data(), backend.gradients(), grads.size() * sizeof(float),
              cudaMemcpyDeviceToHost);
   return grads;
@@ -125,20 +130,47 @@ TEST(GpuKernels, GradientsAgreeWithCpuWithinRounding) {
   EXPECT_LE(worst, 4 * tp::make_grad_grid(kBatch).quantum + 1e-4 * scale);
 }
 
-// The GPU's own world-size independence: per-sample GEMMs of one shape, shaped sums.
+// The GPU's own world-size independence: per-sample GEMMs of one shape and alignment, shaped
+// sums. The odd shape (100 x 10 elements per sample) needs the padded per-sample stride.
 TEST(GpuBackend, GradientSumDoesNotDependOnPartition) {
-  for (const char* dtype : {"fp32", "bf16", "fp16"}) {
-    auto whole_backend = tp::make_cuda_backend(0, dtype);
-    const auto whole = step_gradients(*whole_backend, 0, kBatch);
-    std::vector<float> total(whole.size(), 0.0f);
-    int first = 0;
-    for (int n : {1, 2, 3}) {
-      auto part_backend = tp::make_cuda_backend(0, dtype);
-      const auto part = step_gradients(*part_backend, first, n);
-      for (size_t i = 0; i < total.size(); ++i) total[i] += part[i];
-      first += n;
+  for (Shape shape : {Shape{}, Shape{100, 10}})
+    for (const char* dtype : {"fp32", "bf16", "fp16"}) {
+      auto whole_backend = tp::make_cuda_backend(0, dtype);
+      const auto whole = step_gradients(*whole_backend, 0, kBatch, shape);
+      std::vector<float> total(whole.size(), 0.0f);
+      int first = 0;
+      for (int n : {1, 2, 3}) {
+        auto part_backend = tp::make_cuda_backend(0, dtype);
+        const auto part = step_gradients(*part_backend, first, n, shape);
+        for (size_t i = 0; i < total.size(); ++i) total[i] += part[i];
+        first += n;
+      }
+      ASSERT_EQ(total, whole) << dtype << " hidden " << shape.hidden;
     }
-    ASSERT_EQ(total, whole) << dtype;
+}
+
+// 16-bit inputs round activations, so they only approximate the fp32 CPU gradients; a wrong GEMM
+// mapping or type combination would be far off.
+TEST(GpuBackend, SixteenBitGradientsApproximateCpu) {
+  auto cpu = tp::make_cpu_backend();
+  cpu->initialize(config(kBatch));
+  tp::SyntheticBatchSource source({kLayers, kHidden, kSeq, kBatch}, {0, kBatch}, 42);
+  tp::Batch batch;
+  source.next(1, batch);
+  cpu->load_batch(batch.view());
+  cpu->forward();
+  for (int l = kLayers - 1; l >= 0; --l) cpu->backward_layer(l);
+  const float* c = cpu->gradients();
+  for (const char* dtype : {"bf16", "fp16"}) {
+    auto gpu = tp::make_cuda_backend(0, dtype);
+    const auto g = step_gradients(*gpu, 0, kBatch);
+    double error = 0, norm = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      error += (g[i] - c[i]) * double(g[i] - c[i]);
+      norm += double(c[i]) * c[i];
+    }
+    EXPECT_GT(norm, 0.0);
+    EXPECT_LT(std::sqrt(error / norm), 0.05) << dtype;
   }
 }
 
