@@ -67,6 +67,19 @@ po::options_description registry() {
       ("comm.overlap", po::value<bool>()->default_value(true),
        "true: non-blocking reductions overlap the remaining backward; false: blocking after it");
 
+  po::options_description checkpoint("Checkpoints");
+  checkpoint.add_options()
+      ("resume", po::value<std::string>()->default_value("none"),
+       "none: start fresh; auto: restore the newest valid checkpoint in checkpoint.dir, or start "
+       "fresh (loudly) when there is none; require: like auto, but no valid checkpoint is an error")
+      ("checkpoint.dir", po::value<std::string>()->default_value(""),
+       "folder of step-NNNNNNNN/ checkpoints (HDF5, one file per rank, MANIFEST.json); "
+       "empty: no checkpoints")
+      ("checkpoint.every", po::value<int64_t>()->default_value(0),
+       "checkpoint after every N-th step (step-N is the state after step N); 0: never")
+      ("checkpoint.keep", po::value<int64_t>()->default_value(2),
+       "committed checkpoints kept; older ones are deleted only after a newer one is committed");
+
   po::options_description watchdog("Watchdog");
   watchdog.add_options()
       ("watchdog.timeout_s", po::value<double>()->default_value(600.0),
@@ -92,12 +105,22 @@ po::options_description registry() {
        "leave clocks unaligned (the negative control of the alignment)")
       ("test.split_hosts", po::value<int>()->default_value(0),
        "pretend the ranks are spread evenly over this many hosts")
+      ("test.skip_restore", po::value<std::string>()->default_value(""),
+       "moment1: a restore leaves the momentum zero (the negative control of resume equality)")
       ("test.mpi_error_rank", po::value<int>()->default_value(-1),
        "make this rank issue an invalid MPI call before training (exit code 3 path)");
   // clang-format on
 
   po::options_description all;
-  all.add(general).add(model).add(train).add(compute).add(comm).add(watchdog).add(faults).add(test);
+  all.add(general)
+      .add(model)
+      .add(train)
+      .add(compute)
+      .add(comm)
+      .add(checkpoint)
+      .add(watchdog)
+      .add(faults)
+      .add(test);
   return all;
 }
 
@@ -262,6 +285,15 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   c.overlap = vm["comm.overlap"].as<bool>();
   c.watchdog_timeout_s = in_range(vm, "watchdog.timeout_s", 0.0, 1e7, true);
   c.watchdog_dir = vm["watchdog.dir"].as<std::string>();
+  c.resume = one_of(vm, "resume", {"none", "auto", "require"});
+  c.checkpoint_dir = vm["checkpoint.dir"].as<std::string>();
+  c.checkpoint_every = vm["checkpoint.every"].as<int64_t>();
+  if (c.checkpoint_every < 0)
+    throw UsageError("checkpoint.every must be >= 0, got " + std::to_string(c.checkpoint_every));
+  c.checkpoint_keep = fits_int(positive(vm, "checkpoint.keep"), "checkpoint.keep");
+  if (c.checkpoint_dir.empty() && (c.checkpoint_every > 0 || c.resume != "none"))
+    throw UsageError(std::string(c.checkpoint_every > 0 ? "checkpoint.every" : "--resume ") +
+                     (c.checkpoint_every > 0 ? "" : c.resume) + " needs checkpoint.dir");
   if (vm.count("fault")) c.faults = parse_faults(vm["fault"].as<std::vector<std::string>>());
 
   c.test.perturb_state_rank = vm["test.perturb_state_rank"].as<int>();
@@ -271,6 +303,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   c.test.skip_clock_alignment = vm["test.skip_clock_alignment"].as<bool>();
   c.test.split_hosts = vm["test.split_hosts"].as<int>();
   c.test.mpi_error_rank = vm["test.mpi_error_rank"].as<int>();
+  c.test.skip_restore = one_of(vm, "test.skip_restore", {"", "moment1"});
   if (c.test.split_hosts < 0) throw UsageError("test.split_hosts must be >= 0");
   return c;
 }

@@ -70,6 +70,44 @@ std::string ms(double seconds) {
   return text;
 }
 
+json checkpoint_json(const RunRecord& run, const json& stall) {
+  const TrainConfig& cfg = run.config;
+  json c{{"dir", cfg.checkpoint_dir},     {"layout", "file-per-rank"},
+         {"every", cfg.checkpoint_every}, {"keep", cfg.checkpoint_keep},
+         {"saves", json::array()},        {"stall", stall}};
+  uint64_t bytes = 0;
+  std::vector<double> gbps, rank_gbps, fsync, commit;
+  for (const CheckpointSave& s : run.saves) {
+    c["saves"].push_back({{"step", s.step},
+                          {"bytes", s.bytes},
+                          {"write_gbps", s.write_gbps()},
+                          {"fsync_s", s.max_fsync_s},
+                          {"commit_s", s.commit_s}});
+    bytes = s.bytes;
+    gbps.push_back(s.write_gbps());
+    rank_gbps.insert(rank_gbps.end(), s.rank_gbps.begin(), s.rank_gbps.end());
+    fsync.push_back(s.max_fsync_s);
+    commit.push_back(s.commit_s);
+  }
+  c["bytes"] = bytes;
+  // Aggregate: all ranks' bytes over first rank's start to last rank's end, median over saves.
+  c["write_gbps"] = gbps.empty() ? json(nullptr) : json(median(gbps));
+  c["rank_write_gbps"] = rank_gbps.empty()
+                             ? json(nullptr)
+                             : json{{"min", *std::min_element(rank_gbps.begin(), rank_gbps.end())},
+                                    {"max", *std::max_element(rank_gbps.begin(), rank_gbps.end())}};
+  c["fsync_s"] = fsync.empty() ? json(nullptr) : json(summary_json(summarize(fsync)));
+  c["commit_s"] = commit.empty() ? json(nullptr) : json(summary_json(summarize(commit)));
+  c["restore"] =
+      run.restored
+          ? json{{"step", run.restored->step},           {"folder", run.restored->folder},
+                 {"bytes", run.restored->bytes},         {"seconds", run.restored->seconds},
+                 {"restore_gbps", run.restored->gbps()}, {"rejected", run.restored->rejected}}
+          : json(nullptr);
+  c["restore_gbps"] = run.restored ? json(run.restored->gbps()) : json(nullptr);
+  return c;
+}
+
 }  // namespace
 
 int exit_code_for(const std::string& verdict) {
@@ -196,9 +234,10 @@ json build_report(const RunRecord& run) {
     if (run.digests[r] != majority) diverged.push_back(int(r));
 
   json train;
-  train["steps_completed"] = run.steps_run;
+  const int64_t first_step = run.restored ? run.restored->step + 1 : 1;
+  train["steps_completed"] = first_step - 1 + run.steps_run;
   train["steps_run"] = run.steps_run;
-  train["restored_step"] = nullptr;
+  train["restored_step"] = run.restored ? json(run.restored->step) : json(nullptr);
   train["final_digest"] = majority;
   train["warmup_steps"] = cfg.warmup_steps;
   train["measured_steps"] = steps;
@@ -260,6 +299,8 @@ json build_report(const RunRecord& run) {
   report["nodes"] = nodes;
   report["train"] = train;
   report["gate"] = {{"checks", checks}};
+  if (!cfg.checkpoint_dir.empty())
+    report["checkpoint"] = checkpoint_json(run, phases["checkpoint"]);
   return report;
 }
 

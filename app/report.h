@@ -2,9 +2,11 @@
 // The JSON report (schema "trainproof.report/1", DESIGN.md). build_report is a pure function of
 // what rank 0 gathered, so its arithmetic and verdict are unit-tested without MPI.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "checkpoint/store.h"
 #include "mpi/collective_check.h"
 #include "train/step_loop.h"
 #include "train/train_config.h"
@@ -30,6 +32,8 @@ struct RunRecord {
   std::vector<std::vector<StepTiming>> timings;  // [rank][measured step]
   std::vector<std::string> digests;              // [rank], hex
   int64_t steps_run = 0;
+  std::optional<CheckpointRestore> restored;
+  std::vector<CheckpointSave> saves;  // this process's checkpoints, in order
   CollectiveCheck collective;
   std::string comm_timing_method;
 };

@@ -14,6 +14,7 @@
 #include "app/report.h"
 #include "app/summary.h"
 #include "checkpoint/hdf5_info.h"
+#include "checkpoint/store.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/sysinfo.h"
@@ -327,6 +328,36 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   AlignedClock clock(cfg.test.clock_offset_rank == world.rank ? cfg.test.clock_offset_s : 0.0);
   if (!cfg.test.skip_clock_alignment) clock.align(world.comm);
 
+  // Checkpoints: the folder is proven writable before step 1, and a resume restores the newest
+  // checkpoint that verifies.
+  std::unique_ptr<CheckpointStore> store;
+  std::optional<CheckpointRestore> restored;
+  int64_t first_step = 1;
+  if (!cfg.checkpoint_dir.empty()) {
+    store = std::make_unique<CheckpointStore>(cfg.checkpoint_dir, cfg.checkpoint_keep, world,
+                                              scenario_hash(cfg), clock);
+    store->preflight();
+    if (cfg.resume != "none") {
+      TrainingState state;
+      restored = store->restore(state);
+      if (restored) {
+        if (cfg.test.skip_restore == "moment1")
+          std::fill(state.moment1.begin(), state.moment1.end(), 0.0f);
+        backends.compute->import_state(state);
+        first_step = restored->step + 1;
+        if (world.rank == 0)
+          spdlog::info("restored {} (step {}, {:.3f} s)", restored->folder, restored->step,
+                       restored->seconds);
+      } else if (cfg.resume == "require") {
+        throw UsageError("--resume require: no valid checkpoint in checkpoint.dir '" +
+                         cfg.checkpoint_dir + "'");
+      } else if (world.rank == 0) {
+        spdlog::warn("--resume auto: no valid checkpoint in '{}'; STARTING FRESH from step 1",
+                     cfg.checkpoint_dir);
+      }
+    }
+  }
+
   // The self-check reduces through the step's own collective, in the gradient buffer (the memory
   // the step reduces), before step 1 overwrites it.
   ComputeBackend& compute = *backends.compute;
@@ -358,7 +389,16 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   FaultInjector faults(cfg.faults, world.rank);
   StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, source, faults, *heartbeat,
                 clock);
-  const TrainResult result = loop.run();
+  std::vector<CheckpointSave> saves;
+  const CheckpointHook checkpoint = [&](int64_t step) {
+    if (!store || cfg.checkpoint_every == 0 || step % cfg.checkpoint_every != 0) return false;
+    TrainingState state;
+    state.step = step;
+    backends.compute->export_state(state);
+    saves.push_back(store->save(state));
+    return true;
+  };
+  const TrainResult result = loop.run(first_step, checkpoint);
 
   // Rank 0 gathers every rank's timings, digest and facts.
   const std::vector<double> all_timings = gather_at_root(world, flatten(result.measured));
@@ -375,6 +415,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     RunRecord run;
     run.config = cfg;
     run.steps_run = result.steps_run;
+    run.restored = restored;
+    run.saves = saves;
     run.collective = collective;
     run.comm_timing_method = backends.comm->timing_method(cfg.overlap);
     run.digests = digests;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/digest.h"
 #include "common/memory_kind.h"
@@ -13,6 +14,16 @@
 namespace tp {
 
 enum class OptimizerKind { sgd_momentum, adam };
+
+// One replica's training state on the host: what a checkpoint stores and a restore loads. The
+// data position and every RNG counter are functions of `step` (Philox is keyed by the global
+// sample index), so the step is the only cursor.
+struct TrainingState {
+  int64_t step = 0;
+  std::vector<float> params;
+  std::vector<float> moment1;
+  std::vector<float> moment2;  // empty unless the optimizer is Adam
+};
 
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::sgd_momentum;
@@ -86,6 +97,10 @@ class ComputeBackend {
   virtual void write_gradients(const float* host, size_t n) = 0;
   virtual void read_gradients(float* host, size_t n) = 0;
   virtual void optimizer_step(int64_t step) = 0;
+
+  // Copies of the parameters and optimizer state to and from the host (checkpoint, restore).
+  virtual void export_state(TrainingState& state) = 0;
+  virtual void import_state(const TrainingState& state) = 0;
 
   // xxh3-128 of the parameters followed by the optimizer state.
   virtual Digest128 state_digest() = 0;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/errors.h"
 #include "common/sysinfo.h"
 #include "kernels/grad_shaping.h"
 #include "kernels/optimizer_math.h"
@@ -138,6 +139,20 @@ class CpuBackend final : public ComputeBackend {
     const AdamCorrections c = adam_corrections(o, step);
     for (size_t i = 0; i < n; ++i)
       adam_update(w[i], m[i], v[i], g[i], o.lr, o.beta1, o.beta2, c.first, c.second, o.eps);
+  }
+
+  void export_state(TrainingState& state) override {
+    state.params = params_;
+    state.moment1 = moment1_;
+    state.moment2 = moment2_;
+  }
+  void import_state(const TrainingState& state) override {
+    if (state.params.size() != params_.size() || state.moment1.size() != moment1_.size() ||
+        state.moment2.size() != moment2_.size())
+      throw RuntimeError("restored state does not match the model's size");
+    params_ = state.params;
+    moment1_ = state.moment1;
+    moment2_ = state.moment2;
   }
 
   Digest128 state_digest() override {

@@ -306,6 +306,31 @@ class CudaBackend final : public CudaBackendBase {
     refresh_weight_copy();
   }
 
+  void export_state(TrainingState& state) override {
+    synchronize();
+    const std::pair<const DeviceBuffer<float>*, std::vector<float>*> parts[] = {
+        {&params_, &state.params}, {&moment1_, &state.moment1}, {&moment2_, &state.moment2}};
+    for (const auto& [device, host] : parts) {
+      host->resize(device->size());
+      cudaCheck(cudaMemcpy(host->data(), device->get(), host->size() * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+    }
+  }
+  void import_state(const TrainingState& state) override {
+    synchronize();
+    const std::pair<const DeviceBuffer<float>*, const std::vector<float>*> parts[] = {
+        {&params_, &state.params}, {&moment1_, &state.moment1}, {&moment2_, &state.moment2}};
+    for (const auto& [device, host] : parts) {
+      if (host->size() != device->size())
+        throw RuntimeError("restored state has " + std::to_string(host->size()) +
+                           " values where the model has " + std::to_string(device->size()));
+      cudaCheck(cudaMemcpy(device->get(), host->data(), host->size() * sizeof(float),
+                           cudaMemcpyHostToDevice));
+    }
+    refresh_weight_copy();
+    synchronize();
+  }
+
   Digest128 state_digest() override {
     synchronize();
     DigestBuilder digest;

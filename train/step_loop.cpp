@@ -36,22 +36,23 @@ StepLoop::StepLoop(const TrainConfig& config, int rank, ComputeBackend& backend,
       buckets_(plan_buckets(config.model.layers, size_t(config.model.hidden) * config.model.hidden,
                             config.bucket_mb)) {}
 
-TrainResult StepLoop::run() {
+TrainResult StepLoop::run(int64_t first_step, CheckpointHook checkpoint) {
   TrainResult result;
   const int64_t log_every =
       config_.log_every > 0 ? config_.log_every : std::max<int64_t>(1, config_.steps / 10);
   if (config_.overlap) backend_.set_progress_hook([this] { collective_.progress(); });
-  for (int64_t s = 1; s <= config_.steps; ++s) {
-    const StepTiming timing = step(s);
+  for (int64_t s = first_step; s <= config_.steps; ++s) {
+    const StepTiming timing = step(s, checkpoint);
     ++result.steps_run;
-    if (s > config_.warmup_steps) result.measured.push_back(timing);
+    // Warm-up counts from this process's first step: a resumed run warms up again.
+    if (s - first_step >= config_.warmup_steps) result.measured.push_back(timing);
     if (rank_ == 0 && (s % log_every == 0 || s == config_.steps))
       spdlog::info(
           "step {}/{}{}: step {:.2f} ms, data {:.2f} ms, compute {:.2f} ms, comm {:.2f} ms "
           "(exposed {:.2f} ms), optimizer {:.2f} ms",
-          s, config_.steps, s <= config_.warmup_steps ? " (warm-up)" : "", timing.step * 1e3,
-          timing.data * 1e3, timing.compute * 1e3, timing.comm * 1e3, timing.comm_exposed * 1e3,
-          timing.optimizer * 1e3);
+          s, config_.steps, s - first_step < config_.warmup_steps ? " (warm-up)" : "",
+          timing.step * 1e3, timing.data * 1e3, timing.compute * 1e3, timing.comm * 1e3,
+          timing.comm_exposed * 1e3, timing.optimizer * 1e3);
   }
   backend_.set_progress_hook(nullptr);
   heartbeat_.beat(config_.steps, "done");
@@ -65,7 +66,7 @@ void StepLoop::enter(int64_t step, Phase phase) {
   faults_.at(step, phase);
 }
 
-StepTiming StepLoop::step(int64_t s) {
+StepTiming StepLoop::step(int64_t s, const CheckpointHook& checkpoint) {
   auto clock = backend_.make_phase_clock();
   StepTiming t;
   clock->mark(Mark::step_begin);
@@ -106,13 +107,17 @@ StepTiming StepLoop::step(int64_t s) {
   enter(s, Phase::optimizer);
   backend_.optimizer_step(s);
   clock->mark(Mark::optimizer_end);
+  const double before_checkpoint = clock_.local_now();
+  const bool checkpointed = checkpoint && checkpoint(s);
+  const double checkpoint_s = checkpointed ? clock_.local_now() - before_checkpoint : 0.0;
   // Resolving the marks waits for the step's last device work (a no-op on the CPU).
 
   t.data = clock->seconds_between(Mark::step_begin, Mark::data_ready);
   t.compute = clock->seconds_between(Mark::data_ready, Mark::compute_end);
   t.comm_exposed = clock->seconds_between(Mark::compute_end, Mark::comm_done);
   t.optimizer = clock->seconds_between(Mark::comm_done, Mark::optimizer_end);
-  t.step = clock->seconds_between(Mark::step_begin, Mark::optimizer_end);
+  t.checkpoint = checkpoint_s;
+  t.step = clock->seconds_between(Mark::step_begin, Mark::optimizer_end) + checkpoint_s;
   t.comm = collective_.take_comm_seconds();
   return t;
 }

@@ -2,6 +2,7 @@
 // The training step loop: data -> compute (forward, backward with bucketed reductions overlapped)
 // -> wait for communication -> optimizer. It times every phase of every step on this rank.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/digest.h"
@@ -33,19 +34,24 @@ std::vector<StepTiming> unflatten(const double* values, size_t steps);
 
 struct TrainResult {
   std::vector<StepTiming> measured;  // steps after warm-up
-  int64_t steps_run = 0;
+  int64_t steps_run = 0;             // steps this process computed
   Digest128 digest;
 };
+
+// Called after the optimizer of step s; returns true when it took a checkpoint. The time it takes
+// is the step's checkpoint stall.
+using CheckpointHook = std::function<bool(int64_t step)>;
 
 class StepLoop {
  public:
   StepLoop(const TrainConfig& config, int rank, ComputeBackend& backend, Collective& collective,
            BatchSource& source, FaultInjector& faults, Heartbeat& heartbeat,
            const AlignedClock& clock);
-  TrainResult run();
+  // Runs steps first_step..config.steps; the state must already be that after first_step - 1.
+  TrainResult run(int64_t first_step = 1, CheckpointHook checkpoint = nullptr);
 
  private:
-  StepTiming step(int64_t step_number);
+  StepTiming step(int64_t step_number, const CheckpointHook& checkpoint);
   // Entering a phase: the heartbeat records it, then any fault aimed at it fires.
   void enter(int64_t step, Phase phase);
 

@@ -16,8 +16,9 @@ struct TestHooks {
   int clock_offset_rank = -1;        // adds clock_offset_s to this rank's raw clock
   double clock_offset_s = 0.0;
   bool skip_clock_alignment = false;
-  int split_hosts = 0;      // pretend the ranks are spread over this many hosts
-  int mpi_error_rank = -1;  // makes this rank issue an invalid MPI call, to exercise exit code 3
+  int split_hosts = 0;       // pretend the ranks are spread over this many hosts
+  int mpi_error_rank = -1;   // makes this rank issue an invalid MPI call, to exercise exit code 3
+  std::string skip_restore;  // "moment1": restore leaves it zero (negative control of resume)
 };
 
 struct TrainConfig {
@@ -35,6 +36,10 @@ struct TrainConfig {
   std::string watchdog_dir;  // heartbeats and abort.json; empty: beside the report
   int64_t log_every = 0;     // 0: about ten progress lines per run
   std::vector<FaultSpec> faults;
+  std::string checkpoint_dir;  // empty: no checkpoints
+  int64_t checkpoint_every = 0;
+  int checkpoint_keep = 2;
+  std::string resume = "none";  // none, auto, require
   TestHooks test;
 };
 

@@ -1,0 +1,136 @@
+#include "checkpoint/hdf5_image.h"
+
+#include <hdf5.h>
+#include <hdf5_hl.h>
+
+#include <mutex>
+
+#include "common/errors.h"
+
+namespace tp {
+namespace {
+
+std::mutex& hdf5_lock() {
+  static std::mutex lock;
+  return lock;
+}
+
+// Closes an HDF5 handle when it goes out of scope.
+struct Handle {
+  hid_t id;
+  herr_t (*close)(hid_t);
+  ~Handle() {
+    if (id >= 0) close(id);
+  }
+};
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw RuntimeError("HDF5: " + what);
+}
+
+void write_floats(hid_t file, const char* name, const std::vector<float>& values) {
+  const hsize_t dims[1] = {values.size()};
+  Handle space{H5Screate_simple(1, dims, nullptr), H5Sclose};
+  Handle set{H5Dcreate2(file, name, H5T_IEEE_F32LE, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+             H5Dclose};
+  check(set.id >= 0, std::string("cannot create dataset ") + name);
+  if (!values.empty())
+    check(H5Dwrite(set.id, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
+          std::string("cannot write dataset ") + name);
+}
+
+void read_floats(hid_t file, const char* name, std::vector<float>& values, const std::string& what) {
+  Handle set{H5Dopen2(file, name, H5P_DEFAULT), H5Dclose};
+  check(set.id >= 0, what + ": no dataset " + name);
+  Handle space{H5Dget_space(set.id), H5Sclose};
+  const hssize_t n = H5Sget_simple_extent_npoints(space.id);
+  check(n >= 0, what + ": bad dataset " + name);
+  values.resize(size_t(n));
+  if (n > 0)
+    check(H5Dread(set.id, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
+          what + ": cannot read dataset " + name);
+}
+
+void write_attribute(hid_t file, const char* name, int64_t value) {
+  Handle space{H5Screate(H5S_SCALAR), H5Sclose};
+  Handle attr{H5Acreate2(file, name, H5T_STD_I64LE, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+  check(attr.id >= 0 && H5Awrite(attr.id, H5T_NATIVE_INT64, &value) >= 0,
+        std::string("cannot write attribute ") + name);
+}
+
+void write_attribute(hid_t file, const char* name, const std::string& value) {
+  check(H5LTset_attribute_string(file, "/", name, value.c_str()) >= 0,
+        std::string("cannot write attribute ") + name);
+}
+
+int64_t read_int_attribute(hid_t file, const char* name, const std::string& what) {
+  int64_t value = 0;
+  Handle attr{H5Aopen(file, name, H5P_DEFAULT), H5Aclose};
+  check(attr.id >= 0 && H5Aread(attr.id, H5T_NATIVE_INT64, &value) >= 0,
+        what + ": no attribute " + name);
+  return value;
+}
+
+std::string read_string_attribute(hid_t file, const char* name, const std::string& what) {
+  hsize_t dims = 0;
+  H5T_class_t type_class;
+  size_t size = 0;
+  check(H5LTget_attribute_info(file, "/", name, &dims, &type_class, &size) >= 0,
+        what + ": no attribute " + name);
+  std::string value(size, '\0');
+  check(H5LTget_attribute_string(file, "/", name, value.data()) >= 0,
+        what + ": cannot read attribute " + name);
+  value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
+  return value;
+}
+
+}  // namespace
+
+std::vector<unsigned char> encode_checkpoint_image(const TrainingState& state,
+                                                   const CheckpointMeta& meta) {
+  std::lock_guard<std::mutex> guard(hdf5_lock());
+  Handle fapl{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
+  check(H5Pset_fapl_core(fapl.id, 1 << 20, /*backing_store=*/0) >= 0, "core driver");
+  std::vector<unsigned char> image;
+  {
+    Handle file{H5Fcreate("checkpoint-image.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id), H5Fclose};
+    check(file.id >= 0, "cannot create an in-memory file");
+    write_floats(file.id, "params", state.params);
+    write_floats(file.id, "moment1", state.moment1);
+    write_floats(file.id, "moment2", state.moment2);
+    write_attribute(file.id, "step", state.step);
+    write_attribute(file.id, "world_size", int64_t(meta.world_size));
+    write_attribute(file.id, "rank", int64_t(meta.rank));
+    write_attribute(file.id, "scenario_hash", meta.scenario_hash);
+    write_attribute(file.id, "layout", meta.layout);
+    write_attribute(file.id, "format", std::string("trainproof.checkpoint/1"));
+    check(H5Fflush(file.id, H5F_SCOPE_GLOBAL) >= 0, "flush");
+    const ssize_t size = H5Fget_file_image(file.id, nullptr, 0);
+    check(size > 0, "cannot size the file image");
+    image.resize(size_t(size));
+    check(H5Fget_file_image(file.id, image.data(), image.size()) == size, "cannot copy the image");
+  }
+  return image;
+}
+
+void decode_checkpoint_image(const std::vector<unsigned char>& image, const std::string& what,
+                             TrainingState& state, CheckpointMeta& meta) {
+  std::lock_guard<std::mutex> guard(hdf5_lock());
+  // The library's own error stack would print to stderr; the caller reports the failure.
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  // The flags make HDF5 copy the buffer, leaving `image` untouched and owned by the caller.
+  Handle file{H5LTopen_file_image(const_cast<unsigned char*>(image.data()), image.size(), 0),
+              H5Fclose};
+  check(file.id >= 0, what + ": not an HDF5 checkpoint image");
+  read_floats(file.id, "params", state.params, what);
+  read_floats(file.id, "moment1", state.moment1, what);
+  read_floats(file.id, "moment2", state.moment2, what);
+  state.step = read_int_attribute(file.id, "step", what);
+  meta.step = state.step;
+  meta.world_size = int(read_int_attribute(file.id, "world_size", what));
+  meta.rank = int(read_int_attribute(file.id, "rank", what));
+  meta.scenario_hash = read_string_attribute(file.id, "scenario_hash", what);
+  meta.layout = read_string_attribute(file.id, "layout", what);
+}
+
+}  // namespace tp
