@@ -337,6 +337,11 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     store = std::make_unique<CheckpointStore>(cfg.checkpoint_dir, cfg.checkpoint_keep, world,
                                               scenario_hash(cfg), clock);
     store->preflight();
+    if (cfg.resume == "none" && world.rank == 0 && store->newest_committed() > 0)
+      spdlog::warn(
+          "checkpoint.dir '{}' already holds checkpoints up to step {}; --resume none "
+          "starts fresh and replaces those it reaches",
+          cfg.checkpoint_dir, store->newest_committed());
     if (cfg.resume != "none") {
       TrainingState state;
       restored = store->restore(state);

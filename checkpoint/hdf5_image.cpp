@@ -31,15 +31,17 @@ void check(bool ok, const std::string& what) {
 void write_floats(hid_t file, const char* name, const std::vector<float>& values) {
   const hsize_t dims[1] = {values.size()};
   Handle space{H5Screate_simple(1, dims, nullptr), H5Sclose};
-  Handle set{H5Dcreate2(file, name, H5T_IEEE_F32LE, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-             H5Dclose};
+  Handle set{
+      H5Dcreate2(file, name, H5T_IEEE_F32LE, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose};
   check(set.id >= 0, std::string("cannot create dataset ") + name);
   if (!values.empty())
     check(H5Dwrite(set.id, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
           std::string("cannot write dataset ") + name);
 }
 
-void read_floats(hid_t file, const char* name, std::vector<float>& values, const std::string& what) {
+void read_floats(hid_t file, const char* name, std::vector<float>& values,
+                 const std::string& what) {
   Handle set{H5Dopen2(file, name, H5P_DEFAULT), H5Dclose};
   check(set.id >= 0, what + ": no dataset " + name);
   Handle space{H5Dget_space(set.id), H5Sclose};

@@ -102,7 +102,10 @@ std::string CheckpointStore::folder_name(int64_t step) {
 
 CheckpointStore::CheckpointStore(std::string dir, int keep, const World& world,
                                  std::string scenario_hash, const AlignedClock& clock)
-    : dir_(std::move(dir)), keep_(keep), world_(world), scenario_hash_(std::move(scenario_hash)),
+    : dir_(std::move(dir)),
+      keep_(keep),
+      world_(world),
+      scenario_hash_(std::move(scenario_hash)),
       clock_(clock) {}
 
 void CheckpointStore::preflight() {
@@ -117,7 +120,8 @@ void CheckpointStore::preflight() {
     write_durably(probe, &byte, 1, clock_);
     fs::remove(probe);
   } catch (const RuntimeError& e) {
-    problem = "checkpoint.dir '" + dir_ + "' is not usable on host " + world_.host + ": " + e.what();
+    problem =
+        "checkpoint.dir '" + dir_ + "' is not usable on host " + world_.host + ": " + e.what();
   }
   if (const std::string first = first_problem(world_, problem); !first.empty())
     throw UsageError(first);
@@ -136,8 +140,8 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
   const std::vector<unsigned char> image = encode_checkpoint_image(state, meta);
   const std::string checksum = digest_of(image.data(), image.size()).hex();
   const double start = clock_.now();
-  const double fsync_s = write_durably(partial + "/" + rank_file(world_.rank), image.data(),
-                                       image.size(), clock_);
+  const double fsync_s =
+      write_durably(partial + "/" + rank_file(world_.rank), image.data(), image.size(), clock_);
   const double end = clock_.now();
 
   const std::vector<double> figures =
@@ -155,8 +159,10 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     save.last_end = figures[2];
     for (int r = 0; r < world_.size; ++r) {
       const double* f = &figures[size_t(r) * 4];
-      manifest["files"].push_back(
-          {{"name", rank_file(r)}, {"rank", r}, {"bytes", uint64_t(f[0])}, {"xxh3_128", checksums[r]}});
+      manifest["files"].push_back({{"name", rank_file(r)},
+                                   {"rank", r},
+                                   {"bytes", uint64_t(f[0])},
+                                   {"xxh3_128", checksums[r]}});
       save.bytes += uint64_t(f[0]);
       save.first_start = std::min(save.first_start, f[1]);
       save.last_end = std::max(save.last_end, f[2]);
@@ -166,10 +172,17 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     const std::string text = manifest.dump(2) + "\n";
     write_durably(partial + "/MANIFEST.json", text.data(), text.size(), clock_);
     fsync_path(partial, O_RDONLY | O_DIRECTORY);
+    // A fresh run over an old folder commits a step that exists already: the old copy is moved
+    // aside, not deleted, until the new one is in place.
+    const std::string replaced = final_dir + ".replaced";
+    std::error_code ec;
+    fs::remove_all(replaced, ec);
+    if (fs::exists(final_dir)) fs::rename(final_dir, replaced);
     fs::rename(partial, final_dir);
     fsync_path(dir_, O_RDONLY | O_DIRECTORY);
+    fs::remove_all(replaced, ec);
     save.commit_s = clock_.now() - commit_start;
-    retain();
+    retain(state.step);
   }
   mpiCheck(MPI_Barrier(world_.comm));
   return save;
@@ -192,11 +205,20 @@ std::vector<std::pair<int64_t, std::string>> CheckpointStore::committed() const 
   return found;
 }
 
-void CheckpointStore::retain() {
+int64_t CheckpointStore::newest_committed() const {
   const auto all = committed();
-  for (size_t i = size_t(keep_); i < all.size(); ++i) {
+  return all.empty() ? 0 : all.front().first;
+}
+
+void CheckpointStore::retain(int64_t newest) {
+  // Only checkpoints up to the one just committed count: later steps left by an earlier, longer
+  // run are not this run's to delete, and the new one must never be the one removed.
+  size_t kept = 0;
+  for (const auto& [step, folder] : committed()) {
+    if (step > newest) continue;
+    if (++kept <= size_t(keep_)) continue;
     std::error_code ec;
-    fs::remove_all(all[i].second, ec);
+    fs::remove_all(folder, ec);
   }
 }
 
@@ -205,8 +227,8 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
   if (world_.rank == 0) candidates = committed();
   CheckpointRestore result;
   for (size_t next = 0;; ++next) {
-    const std::string folder =
-        broadcast(world_, world_.rank == 0 && next < candidates.size() ? candidates[next].second : "");
+    const std::string folder = broadcast(
+        world_, world_.rank == 0 && next < candidates.size() ? candidates[next].second : "");
     if (folder.empty()) return std::nullopt;
 
     std::string manifest_text;

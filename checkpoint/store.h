@@ -19,11 +19,11 @@ namespace tp {
 
 struct CheckpointSave {
   int64_t step = 0;
-  uint64_t bytes = 0;                 // all ranks
+  uint64_t bytes = 0;                    // all ranks
   double first_start = 0, last_end = 0;  // aligned clock, over ranks
-  std::vector<double> rank_gbps;      // per rank: its bytes over its own write+fsync time
+  std::vector<double> rank_gbps;         // per rank: its bytes over its own write+fsync time
   double max_fsync_s = 0;
-  double commit_s = 0;                // rank 0: manifest, renames and fsyncs
+  double commit_s = 0;  // rank 0: manifest, renames and fsyncs
   double write_gbps() const {
     return last_end > first_start ? double(bytes) / (last_end - first_start) / 1e9 : 0.0;
   }
@@ -32,8 +32,8 @@ struct CheckpointSave {
 struct CheckpointRestore {
   int64_t step = 0;
   std::string folder;
-  uint64_t bytes = 0;  // all ranks
-  double seconds = 0;  // slowest rank: read, verify, decode
+  uint64_t bytes = 0;                 // all ranks
+  double seconds = 0;                 // slowest rank: read, verify, decode
   std::vector<std::string> rejected;  // folders renamed *.corrupt, with the reason
   double gbps() const { return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0; }
 };
@@ -52,10 +52,12 @@ class CheckpointStore {
   std::optional<CheckpointRestore> restore(TrainingState& state);
 
   static std::string folder_name(int64_t step);
+  // Newest committed step in the folder (rank 0's view), or 0.
+  int64_t newest_committed() const;
 
  private:
   std::vector<std::pair<int64_t, std::string>> committed() const;  // newest first
-  void retain();
+  void retain(int64_t newest);
 
   std::string dir_;
   int keep_;

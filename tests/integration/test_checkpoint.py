@@ -1,0 +1,170 @@
+"""Checkpoints: bit-exact resume, the commit protocol, verified restore with fallback, retention."""
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+from harness import main, mpirun
+
+EVERY = 4
+
+
+class Checkpoint(unittest.TestCase):
+    reference = {}
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="trainproof-ckpt-")
+        self.dir = os.path.join(self.tmp, "ckpt")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def train(self, ranks, *args):
+        return mpirun(ranks, f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}", *args)
+
+    def uninterrupted(self, ranks, *args):
+        key = (ranks, args)
+        if key not in self.reference:
+            run = mpirun(ranks, *args)
+            self.assertEqual(run.returncode, 0, run)
+            self.reference[key] = run.report["train"]["final_digest"]
+        return self.reference[key]
+
+    def stopped_after(self, ranks, steps, *args):
+        """A run that ends after `steps` (as a killed job would leave its checkpoints)."""
+        run = self.train(ranks, f"--train.steps={steps}", *args)
+        self.assertEqual(run.returncode, 0, run)
+
+    def folder(self, step):
+        return os.path.join(self.dir, f"step-{step:08d}")
+
+    def test_resume_is_bit_exact_at_1_2_and_4_ranks(self):
+        for ranks in (1, 2, 4):
+            for extra in ((), ("--train.optimizer=adam",)):
+                shutil.rmtree(self.dir, ignore_errors=True)
+                self.stopped_after(ranks, 10, *extra)  # step 10's work is lost; step-8 holds
+                run = self.train(ranks, "--resume", "auto", *extra)
+                self.assertEqual(run.returncode, 0, run)
+                train = run.report["train"]
+                self.assertEqual(train["restored_step"], 8, (ranks, extra))
+                self.assertEqual(train["steps_run"], 4)
+                self.assertEqual(train["steps_completed"], 12)
+                self.assertEqual(train["final_digest"], self.uninterrupted(ranks, *extra),
+                                 (ranks, extra))
+                self.assertGreater(run.report["checkpoint"]["restore"]["bytes"], 0)
+
+    def test_skipping_part_of_the_state_breaks_equality(self):
+        # Negative control: the comparison above can fail.
+        self.stopped_after(2, 10)
+        run = self.train(2, "--resume", "auto", "--test.skip_restore=moment1")
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(run.report["train"]["restored_step"], 8)
+        self.assertNotEqual(run.report["train"]["final_digest"], self.uninterrupted(2))
+
+    def test_resume_none_starts_fresh_and_the_report_says_so(self):
+        self.stopped_after(1, 10)
+        run = self.train(1, "--resume", "none")
+        self.assertEqual(run.returncode, 0, run)
+        self.assertIsNone(run.report["train"]["restored_step"])
+        self.assertEqual(run.report["train"]["steps_run"], 12)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["step-00000008", "step-00000012"])
+
+    def test_partial_and_manifestless_folders_are_ignored(self):
+        self.stopped_after(2, 10)
+        # A crash mid-write leaves .partial; a folder that lost its manifest is not committed.
+        shutil.copytree(self.folder(8), os.path.join(self.dir, "step-00000012.partial"))
+        shutil.copytree(self.folder(8), self.folder(11))
+        os.remove(os.path.join(self.folder(11), "MANIFEST.json"))
+        run = self.train(2, "--resume", "auto")
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(run.report["train"]["restored_step"], 8)
+        self.assertEqual(run.report["train"]["final_digest"], self.uninterrupted(2))
+
+    def damage_newest_and_resume(self, damage):
+        self.stopped_after(2, 10)
+        damage(self.folder(8))
+        run = self.train(2, "--resume", "auto")
+        self.assertEqual(run.returncode, 0, run)
+        train = run.report["train"]
+        self.assertEqual(train["restored_step"], 4, "must fall back to exactly the previous one")
+        self.assertEqual(train["final_digest"], self.uninterrupted(2))
+        self.assertTrue(os.path.isdir(self.folder(8) + ".corrupt"))
+        self.assertEqual(len(run.report["checkpoint"]["restore"]["rejected"]), 1)
+        return run.report["checkpoint"]["restore"]["rejected"][0]
+
+    def test_flipped_byte_falls_back(self):
+        def flip(folder):
+            path = os.path.join(folder, "rank-00001.h5")
+            with open(path, "r+b") as f:
+                f.seek(os.path.getsize(path) // 2)
+                byte = f.read(1)
+                f.seek(-1, os.SEEK_CUR)
+                f.write(bytes([byte[0] ^ 0x01]))
+        self.assertIn("checksum", self.damage_newest_and_resume(flip))
+
+    def test_truncated_file_falls_back(self):
+        def truncate(folder):
+            path = os.path.join(folder, "rank-00000.h5")
+            os.truncate(path, os.path.getsize(path) - 100)
+        self.assertIn("bytes", self.damage_newest_and_resume(truncate))
+
+    def test_missing_file_falls_back(self):
+        reason = self.damage_newest_and_resume(
+            lambda folder: os.remove(os.path.join(folder, "rank-00001.h5")))
+        self.assertIn("rank-00001.h5", reason)
+
+    def test_manifest_with_wrong_checksum_falls_back(self):
+        def lie(folder):
+            path = os.path.join(folder, "MANIFEST.json")
+            manifest = json.load(open(path))
+            manifest["files"][0]["xxh3_128"] = "0" * 32
+            json.dump(manifest, open(path, "w"))
+        self.assertIn("checksum", self.damage_newest_and_resume(lie))
+
+    def test_retention_keeps_exactly_n(self):
+        run = mpirun(1, f"--checkpoint.dir={self.dir}", "--checkpoint.every=2",
+                     "--checkpoint.keep=3")
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(sorted(os.listdir(self.dir)),
+                         ["step-00000008", "step-00000010", "step-00000012"])
+        self.assertEqual(len(run.report["checkpoint"]["saves"]), 6)
+
+    def test_checkpoint_is_readable_hdf5(self):
+        import h5py  # installed by scripts/setup.sh (python3-h5py)
+        self.stopped_after(1, 4)
+        with h5py.File(os.path.join(self.folder(4), "rank-00000.h5"), "r") as f:
+            self.assertEqual(int(f.attrs["step"]), 4)
+            self.assertEqual(f["params"].shape, (3 * 32 * 32,))
+            self.assertEqual(f["moment1"].shape, (3 * 32 * 32,))
+
+    def test_world_size_mismatch_is_exit_2(self):
+        self.stopped_after(2, 4)
+        run = self.train(1, "--resume", "auto")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("written by 2 ranks; this run has 1", run.stderr)
+
+    def test_scenario_mismatch_is_exit_2_but_run_length_may_change(self):
+        self.stopped_after(1, 4)
+        run = self.train(1, "--resume", "auto", "--model.hidden=48")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("scenario hash", run.stderr)
+        longer = mpirun(1, f"--checkpoint.dir={self.dir}", "--checkpoint.every=8", "--resume",
+                        "auto", "--train.steps=16")
+        self.assertEqual(longer.returncode, 0, longer)
+        self.assertEqual(longer.report["train"]["restored_step"], 4)
+
+    def test_unwritable_folder_is_exit_2_before_any_step(self):
+        run = mpirun(2, "--checkpoint.dir=/proc/trainproof-ckpt", f"--checkpoint.every={EVERY}")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("checkpoint.dir", run.stderr)
+        self.assertIsNone(run.report)
+
+    def test_resume_require_without_a_checkpoint_is_exit_2(self):
+        run = self.train(1, "--resume", "require")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("no valid checkpoint", run.stderr)
+
+
+if __name__ == "__main__":
+    main()
