@@ -238,6 +238,9 @@ json build_report(const RunRecord& run) {
   train["steps_completed"] = first_step - 1 + run.steps_run;
   train["steps_run"] = run.steps_run;
   train["restored_step"] = run.restored ? json(run.restored->step) : json(nullptr);
+  train["preempted"] =
+      run.preempted ? json{{"signal", run.preempted->first}, {"after_step", run.preempted->second}}
+                    : json(nullptr);
   train["final_digest"] = majority;
   train["warmup_steps"] = cfg.warmup_steps;
   train["measured_steps"] = steps;

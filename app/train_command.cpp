@@ -24,6 +24,7 @@
 #include "mpi/clock_sync.h"
 #include "mpi/collective_check.h"
 #include "mpi/world.h"
+#include "train/preemption.h"
 #include "train/step_loop.h"
 
 namespace tp {
@@ -395,15 +396,40 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, source, faults, *heartbeat,
                 clock);
   std::vector<CheckpointSave> saves;
+  int64_t last_checkpoint = 0;
   const CheckpointHook checkpoint = [&](int64_t step) {
     if (!store || cfg.checkpoint_every == 0 || step % cfg.checkpoint_every != 0) return false;
     TrainingState state;
     state.step = step;
     backends.compute->export_state(state);
     saves.push_back(store->save(state));
+    last_checkpoint = step;
     return true;
   };
-  const TrainResult result = loop.run(first_step, checkpoint);
+  // With checkpoints on, a preemption signal stops every rank at the same step boundary with a
+  // committed checkpoint of that step. The agreement costs one small allreduce per step.
+  std::optional<std::pair<int, int64_t>> preempted;  // signal, step
+  if (store) install_preemption_handlers();
+  const StopHook stop = [&](int64_t step) {
+    if (!store) return false;
+    int signal = preemption_signal();
+    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &signal, 1, MPI_INT, MPI_MAX, world.comm));
+    if (signal == 0) return false;
+    if (last_checkpoint != step) {
+      TrainingState state;
+      state.step = step;
+      backends.compute->export_state(state);
+      saves.push_back(store->save(state));
+    }
+    preempted = std::make_pair(signal, step);
+    if (world.rank == 0)
+      spdlog::warn(
+          "{} received: stopped after step {} with its checkpoint committed; resume with "
+          "--resume auto",
+          signal_name(signal), step);
+    return true;
+  };
+  const TrainResult result = loop.run(first_step, checkpoint, stop);
 
   // Rank 0 gathers every rank's timings, digest and facts.
   const std::vector<double> all_timings = gather_at_root(world, flatten(result.measured));
@@ -421,6 +447,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     run.config = cfg;
     run.steps_run = result.steps_run;
     run.restored = restored;
+    if (preempted) run.preempted = {signal_name(preempted->first), preempted->second};
     run.saves = saves;
     run.collective = collective;
     run.comm_timing_method = backends.comm->timing_method(cfg.overlap);
@@ -438,7 +465,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     std::cout << '\n'
               << render_summary(report) << "report: " << fs::absolute(path).string() << '\n'
               << std::flush;
-    exit_code = exit_code_for(report["verdict"]);
+    exit_code = preempted ? kExitPreempted : exit_code_for(report["verdict"]);
   }
   mpiCheck(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.comm));
   heartbeat->finish();

@@ -9,6 +9,8 @@ inline constexpr int kExitPass = 0;
 inline constexpr int kExitFail = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitRuntime = 3;
+// Stopped early on SIGTERM/SIGUSR1 after committing a checkpoint: resume with --resume auto.
+inline constexpr int kExitPreempted = 4;
 
 // Bad usage or bad input, detected before anything ran. The message names the option, file or
 // value.

@@ -36,14 +36,16 @@ StepLoop::StepLoop(const TrainConfig& config, int rank, ComputeBackend& backend,
       buckets_(plan_buckets(config.model.layers, size_t(config.model.hidden) * config.model.hidden,
                             config.bucket_mb)) {}
 
-TrainResult StepLoop::run(int64_t first_step, CheckpointHook checkpoint) {
+TrainResult StepLoop::run(int64_t first_step, CheckpointHook checkpoint, StopHook stop) {
   TrainResult result;
+  result.last_step = first_step - 1;
   const int64_t log_every =
       config_.log_every > 0 ? config_.log_every : std::max<int64_t>(1, config_.steps / 10);
   if (config_.overlap) backend_.set_progress_hook([this] { collective_.progress(); });
   for (int64_t s = first_step; s <= config_.steps; ++s) {
     const StepTiming timing = step(s, checkpoint);
     ++result.steps_run;
+    result.last_step = s;
     // Warm-up counts from this process's first step: a resumed run warms up again.
     if (s - first_step >= config_.warmup_steps) result.measured.push_back(timing);
     if (rank_ == 0 && (s % log_every == 0 || s == config_.steps))
@@ -53,9 +55,10 @@ TrainResult StepLoop::run(int64_t first_step, CheckpointHook checkpoint) {
           s, config_.steps, s - first_step < config_.warmup_steps ? " (warm-up)" : "",
           timing.step * 1e3, timing.data * 1e3, timing.compute * 1e3, timing.comm * 1e3,
           timing.comm_exposed * 1e3, timing.optimizer * 1e3);
+    if (stop && stop(s)) break;
   }
   backend_.set_progress_hook(nullptr);
-  heartbeat_.beat(config_.steps, "done");
+  heartbeat_.beat(result.last_step, "done");
   if (config_.test.perturb_state_rank == rank_) backend_.perturb_state_for_test();
   result.digest = backend_.state_digest();
   return result;

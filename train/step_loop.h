@@ -35,12 +35,15 @@ std::vector<StepTiming> unflatten(const double* values, size_t steps);
 struct TrainResult {
   std::vector<StepTiming> measured;  // steps after warm-up
   int64_t steps_run = 0;             // steps this process computed
+  int64_t last_step = 0;             // the state held at the end is step-last_step
   Digest128 digest;
 };
 
 // Called after the optimizer of step s; returns true when it took a checkpoint. The time it takes
 // is the step's checkpoint stall.
 using CheckpointHook = std::function<bool(int64_t step)>;
+// Called at the end of step s; true stops the run there (preemption).
+using StopHook = std::function<bool(int64_t step)>;
 
 class StepLoop {
  public:
@@ -48,7 +51,8 @@ class StepLoop {
            BatchSource& source, FaultInjector& faults, Heartbeat& heartbeat,
            const AlignedClock& clock);
   // Runs steps first_step..config.steps; the state must already be that after first_step - 1.
-  TrainResult run(int64_t first_step = 1, CheckpointHook checkpoint = nullptr);
+  TrainResult run(int64_t first_step = 1, CheckpointHook checkpoint = nullptr,
+                  StopHook stop = nullptr);
 
  private:
   StepTiming step(int64_t step_number, const CheckpointHook& checkpoint);

@@ -2,10 +2,13 @@
 import json
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
 import unittest
 
-from harness import main, mpirun
+from harness import BIN, MPIEXEC, TINY, main, mpirun
 
 EVERY = 4
 
@@ -164,6 +167,39 @@ class Checkpoint(unittest.TestCase):
         run = self.train(1, "--resume", "require")
         self.assertEqual(run.returncode, 2, run)
         self.assertIn("no valid checkpoint", run.stderr)
+
+    def test_preemption_signal_checkpoints_and_stops_every_rank(self):
+        # SIGUSR1 to one rank only (as Slurm's --signal would reach a task): every rank must stop
+        # at the same step, with that step's checkpoint committed, and exit 4.
+        report = os.path.join(self.tmp, "preempted.json")
+        args = [f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}",
+                "--train.steps=60", "--fault", "slow:rank=0,ms=20"]
+        proc = subprocess.Popen(
+            [MPIEXEC, "-np", "2", "--oversubscribe", BIN, "train", "--scenario", TINY,
+             "--report", report, "--log.level=warn", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 60
+        while not os.path.isdir(self.folder(EVERY)) and time.time() < deadline:
+            time.sleep(0.05)
+        ranks = subprocess.run(["pgrep", "-f", f"^{BIN} train .*{self.dir}"],
+                               capture_output=True, text=True).stdout.split()
+        self.assertEqual(len(ranks), 2, ranks)
+        os.kill(int(ranks[-1]), signal.SIGUSR1)
+        output, _ = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 4, output)
+        with open(report) as f:
+            train = json.load(f)["train"]
+        stopped = train["preempted"]["after_step"]
+        self.assertEqual(train["preempted"]["signal"], "SIGUSR1")
+        self.assertLess(stopped, 60)
+        self.assertEqual(train["steps_completed"], stopped)
+        self.assertTrue(os.path.isdir(self.folder(stopped)), os.listdir(self.dir))
+
+        resumed = mpirun(2, *args[:-2], "--resume", "auto")
+        self.assertEqual(resumed.returncode, 0, resumed)
+        self.assertEqual(resumed.report["train"]["restored_step"], stopped)
+        self.assertEqual(resumed.report["train"]["final_digest"],
+                         self.uninterrupted(2, "--train.steps=60"))
 
 
 if __name__ == "__main__":
