@@ -5,7 +5,9 @@ namespace {
 
 volatile std::sig_atomic_t received = 0;
 
-extern "C" void remember_signal(int signal) { received = signal; }
+extern "C" void remember_signal(int signal) {
+  received = signal;
+}
 
 }  // namespace
 
@@ -18,13 +20,18 @@ void install_preemption_handlers() {
   sigaction(SIGUSR1, &action, nullptr);
 }
 
-int preemption_signal() { return received; }
+int preemption_signal() {
+  return received;
+}
 
 const char* signal_name(int signal) {
   switch (signal) {
-    case SIGTERM: return "SIGTERM";
-    case SIGUSR1: return "SIGUSR1";
-    default: return "signal";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGUSR1:
+      return "SIGUSR1";
+    default:
+      return "signal";
   }
 }
 
