@@ -78,7 +78,10 @@ po::options_description registry() {
       ("checkpoint.every", po::value<int64_t>()->default_value(0),
        "checkpoint after every N-th step (step-N is the state after step N); 0: never")
       ("checkpoint.keep", po::value<int64_t>()->default_value(2),
-       "committed checkpoints kept; older ones are deleted only after a newer one is committed");
+       "committed checkpoints kept; older ones are deleted only after a newer one is committed")
+      ("checkpoint.cold_read", po::value<bool>()->default_value(false),
+       "drop the checkpoint files from the page cache before a restore reads them, so "
+       "restore_gbps measures storage, not memory");
 
   po::options_description watchdog("Watchdog");
   watchdog.add_options()
@@ -291,6 +294,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   if (c.checkpoint_every < 0)
     throw UsageError("checkpoint.every must be >= 0, got " + std::to_string(c.checkpoint_every));
   c.checkpoint_keep = fits_int(positive(vm, "checkpoint.keep"), "checkpoint.keep");
+  c.checkpoint_cold_read = vm["checkpoint.cold_read"].as<bool>();
   if (c.checkpoint_dir.empty() && (c.checkpoint_every > 0 || c.resume != "none"))
     throw UsageError(std::string(c.checkpoint_every > 0 ? "checkpoint.every" : "--resume ") +
                      (c.checkpoint_every > 0 ? "" : c.resume) + " needs checkpoint.dir");

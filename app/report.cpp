@@ -72,9 +72,13 @@ std::string ms(double seconds) {
 
 json checkpoint_json(const RunRecord& run, const json& stall) {
   const TrainConfig& cfg = run.config;
-  json c{{"dir", cfg.checkpoint_dir},     {"layout", "file-per-rank"},
-         {"every", cfg.checkpoint_every}, {"keep", cfg.checkpoint_keep},
-         {"saves", json::array()},        {"stall", stall}};
+  json c{{"dir", cfg.checkpoint_dir},
+         {"layout", "file-per-rank"},
+         {"every", cfg.checkpoint_every},
+         {"keep", cfg.checkpoint_keep},
+         {"cold_read", cfg.checkpoint_cold_read},
+         {"saves", json::array()},
+         {"stall", stall}};
   uint64_t bytes = 0;
   std::vector<double> gbps, rank_gbps, fsync, commit;
   for (const CheckpointSave& s : run.saves) {

@@ -335,8 +335,9 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   std::optional<CheckpointRestore> restored;
   int64_t first_step = 1;
   if (!cfg.checkpoint_dir.empty()) {
-    store = std::make_unique<CheckpointStore>(cfg.checkpoint_dir, cfg.checkpoint_keep, world,
-                                              scenario_hash(cfg), clock);
+    store = std::make_unique<CheckpointStore>(cfg.checkpoint_dir, cfg.checkpoint_keep,
+                                              cfg.checkpoint_cold_read, world, scenario_hash(cfg),
+                                              clock);
     store->preflight();
     if (cfg.resume == "none" && world.rank == 0 && store->newest_committed() > 0)
       spdlog::warn(

@@ -40,8 +40,9 @@ struct CheckpointRestore {
 
 class CheckpointStore {
  public:
-  CheckpointStore(std::string dir, int keep, const World& world, std::string scenario_hash,
-                  const AlignedClock& clock);
+  // `cold_read`: drop each file's cached pages before a restore reads it (posix_fadvise).
+  CheckpointStore(std::string dir, int keep, bool cold_read, const World& world,
+                  std::string scenario_hash, const AlignedClock& clock);
 
   // Writes, fsyncs and deletes a probe file; an unusable folder is a UsageError on every rank.
   void preflight();
@@ -61,6 +62,7 @@ class CheckpointStore {
 
   std::string dir_;
   int keep_;
+  bool cold_read_;
   const World& world_;
   std::string scenario_hash_;
   const AlignedClock& clock_;

@@ -39,6 +39,7 @@ struct TrainConfig {
   std::string checkpoint_dir;  // empty: no checkpoints
   int64_t checkpoint_every = 0;
   int checkpoint_keep = 2;
+  bool checkpoint_cold_read = false;
   std::string resume = "none";  // none, auto, require
   TestHooks test;
 };

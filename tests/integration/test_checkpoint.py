@@ -57,6 +57,14 @@ class Checkpoint(unittest.TestCase):
                                  (ranks, extra))
                 self.assertGreater(run.report["checkpoint"]["restore"]["bytes"], 0)
 
+    def test_cold_read_restores_the_same_state(self):
+        self.stopped_after(2, 10)
+        run = self.train(2, "--resume", "auto", "--checkpoint.cold_read=true")
+        self.assertEqual(run.returncode, 0, run)
+        self.assertTrue(run.report["checkpoint"]["cold_read"])
+        self.assertEqual(run.report["train"]["restored_step"], 8)
+        self.assertEqual(run.report["train"]["final_digest"], self.uninterrupted(2))
+
     def test_skipping_part_of_the_state_breaks_equality(self):
         # Negative control: the comparison above can fail.
         self.stopped_after(2, 10)
