@@ -36,7 +36,7 @@ uint32_t bits(float f) {
   return b;
 }
 
-// One training step of `samples` samples starting at `first`; returns the gradient buffer.
+// One step's reduced-to-be gradients of `samples` samples starting at `first`, on any backend.
 std::vector<float> step_gradients(tp::ComputeBackend& backend, int first, int samples,
                                   Shape shape = {}) {
   backend.initialize(config(samples, shape));
@@ -48,8 +48,7 @@ std::vector<float> step_gradients(tp::ComputeBackend& backend, int first, int sa
   for (int l = kLayers - 1; l >= 0; --l) backend.backward_layer(l);
   backend.synchronize();
   std::vector<float> grads(size_t(kLayers) * shape.hidden * shape.hidden);
-  cudaMemcpy(grads.data(), backend.gradients(), grads.size() * sizeof(float),
-             cudaMemcpyDeviceToHost);
+  backend.read_gradients(grads.data(), grads.size());
   return grads;
 }
 
@@ -113,14 +112,7 @@ TEST(GpuKernels, GradientsAgreeWithCpuWithinRounding) {
   auto gpu = tp::make_cuda_backend(0, "fp32");
   auto cpu = tp::make_cpu_backend();
   const auto g = step_gradients(*gpu, 0, kBatch);
-  cpu->initialize(config(kBatch));
-  tp::SyntheticBatchSource source({kLayers, kHidden, kSeq, kBatch}, {0, kBatch}, 42);
-  tp::Batch batch;
-  source.next(1, batch);
-  cpu->load_batch(batch.view());
-  cpu->forward();
-  for (int l = kLayers - 1; l >= 0; --l) cpu->backward_layer(l);
-  const float* c = cpu->gradients();
+  const auto c = step_gradients(*cpu, 0, kBatch);
   double worst = 0, scale = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     worst = std::max(worst, double(std::fabs(g[i] - c[i])));
@@ -153,14 +145,7 @@ TEST(GpuBackend, GradientSumDoesNotDependOnPartition) {
 // mapping or type combination would be far off.
 TEST(GpuBackend, SixteenBitGradientsApproximateCpu) {
   auto cpu = tp::make_cpu_backend();
-  cpu->initialize(config(kBatch));
-  tp::SyntheticBatchSource source({kLayers, kHidden, kSeq, kBatch}, {0, kBatch}, 42);
-  tp::Batch batch;
-  source.next(1, batch);
-  cpu->load_batch(batch.view());
-  cpu->forward();
-  for (int l = kLayers - 1; l >= 0; --l) cpu->backward_layer(l);
-  const float* c = cpu->gradients();
+  const auto c = step_gradients(*cpu, 0, kBatch);
   for (const char* dtype : {"bf16", "fp16"}) {
     auto gpu = tp::make_cuda_backend(0, dtype);
     const auto g = step_gradients(*gpu, 0, kBatch);
