@@ -120,8 +120,10 @@ void decode_checkpoint_image(const std::vector<unsigned char>& image, const std:
   std::lock_guard<std::mutex> guard(hdf5_lock());
   // The library's own error stack would print to stderr; the caller reports the failure.
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  // The flags make HDF5 copy the buffer, leaving `image` untouched and owned by the caller.
-  Handle file{H5LTopen_file_image(const_cast<unsigned char*>(image.data()), image.size(), 0),
+  // Read-only, without a copy: HDF5 reads straight from the caller's verified buffer, which
+  // outlives the file handle and stays the caller's to free.
+  Handle file{H5LTopen_file_image(const_cast<unsigned char*>(image.data()), image.size(),
+                                  H5LT_FILE_IMAGE_DONT_COPY | H5LT_FILE_IMAGE_DONT_RELEASE),
               H5Fclose};
   check(file.id >= 0, what + ": not an HDF5 checkpoint image");
   read_floats(file.id, "params", state.params, what);
