@@ -19,6 +19,6 @@ if [ "${TRAINPROOF_SANITIZE_TESTS:-1}" != 0 ]; then
   echo "== unit tests under AddressSanitizer and UndefinedBehaviorSanitizer"
   TRAINPROOF_BUILD_DIR=build-asan CMAKE_BUILD_TYPE=Debug scripts/build.sh -DTRAINPROOF_SANITIZE=ON \
     -DTRAINPROOF_CUDA=OFF
-  ctest --test-dir build-asan --output-on-failure -L unit
+  LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp" ctest --test-dir build-asan --output-on-failure -L unit
 fi
 echo "== all tests passed"
