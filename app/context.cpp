@@ -44,7 +44,10 @@ std::string mpi_library_version() {
   std::string version(text, length);
   const size_t newline = version.find_first_of("\r\n");
   if (newline != std::string::npos) version.resize(newline);
-  while (!version.empty() && (version.back() == ',' || version.back() == ' ')) version.pop_back();
+  // Open MPI counts the terminating NUL in the length it returns.
+  while (!version.empty() &&
+         (version.back() == ',' || version.back() == ' ' || version.back() == '\0'))
+    version.pop_back();
   return version;
 }
 

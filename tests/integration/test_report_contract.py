@@ -44,6 +44,7 @@ class ReportContract(unittest.TestCase):
         for lib in ("mpi", "nccl", "cuda", "driver", "hdf5"):
             self.assertIn(lib, c["versions"])
         self.assertIn("Open MPI", c["versions"]["mpi"])
+        self.assertNotIn("\x00", c["versions"]["mpi"])
         self.assertRegex(c["versions"]["hdf5"], r"^1\.\d+\.\d+")
         self.assertIsInstance(c["gpus"], list)
         self.assertIn("nvidia_smi_topo", c)
