@@ -274,8 +274,10 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     const double start = clock_.local_now();
     std::vector<unsigned char> image;
     if (problem.empty()) {
-      const json& entry = manifest["files"].at(size_t(world_.rank));
-      const std::string path = folder + "/" + entry.value("name", "");
+      const json entry = manifest.value("files", json::array()).size() > size_t(world_.rank)
+                             ? manifest["files"][size_t(world_.rank)]
+                             : json::object();
+      const std::string path = folder + "/" + entry.value("name", rank_file(world_.rank));
       std::string why;
       if (cold_read_) drop_page_cache(path);
       if (!read_whole(path, image, why)) {

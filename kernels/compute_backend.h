@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "common/digest.h"
-#include "common/memory_kind.h"
 
 namespace tp {
 
@@ -70,7 +69,6 @@ class ComputeBackend {
 
   virtual std::string name() const = 0;
   virtual std::string device() const = 0;
-  virtual MemoryKind gradient_memory() const = 0;
   // Bytes this backend allocates per rank for a configuration; used to refuse a model that does
   // not fit before anything is allocated.
   virtual uint64_t bytes_needed(const BackendConfig& config) const = 0;

@@ -40,7 +40,6 @@ class CpuBackend final : public ComputeBackend {
  public:
   std::string name() const override { return "cpu"; }
   std::string device() const override { return "cpu"; }
-  MemoryKind gradient_memory() const override { return MemoryKind::host; }
 
   uint64_t bytes_needed(const BackendConfig& c) const override {
     const uint64_t layer = uint64_t(c.hidden) * c.hidden;

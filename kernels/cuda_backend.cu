@@ -187,7 +187,6 @@ class CudaBackend final : public CudaBackendBase {
   std::string device() const override {
     return "cuda:" + std::to_string(device_) + " (" + device_name_ + ", " + dtype_ + ")";
   }
-  MemoryKind gradient_memory() const override { return MemoryKind::device; }
   int device_index() const override { return device_; }
   cudaStream_t stream() const override { return stream_; }
   size_t gradient_count() const override { return grads_.size(); }

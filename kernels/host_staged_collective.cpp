@@ -22,7 +22,6 @@ class HostStagedCollective final : public Collective {
   }
 
   std::string name() const override { return inner_->name(); }
-  MemoryKind memory() const override { return MemoryKind::device; }
 
   void start_allreduce_sum(float* data, size_t count) override {
     float* staged = to_host(data, count);

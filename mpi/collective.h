@@ -5,8 +5,6 @@
 #include <memory>
 #include <string>
 
-#include "common/memory_kind.h"
-
 namespace tp {
 
 struct World;
@@ -16,7 +14,6 @@ class Collective {
   virtual ~Collective() = default;
 
   virtual std::string name() const = 0;
-  virtual MemoryKind memory() const = 0;
 
   // Starts an in-place fp32 sum over all ranks and returns at once. The reduction is ordered after
   // all compute work already issued for `data` (a GPU collective waits on the compute stream).

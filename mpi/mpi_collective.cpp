@@ -29,7 +29,6 @@ class MpiCollective final : public Collective {
   }
 
   std::string name() const override { return "mpi"; }
-  MemoryKind memory() const override { return MemoryKind::host; }
 
   void start_allreduce_sum(float* data, size_t count) override {
     MPI_Request request;

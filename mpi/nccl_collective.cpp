@@ -68,7 +68,6 @@ class NcclCollective final : public Collective {
   }
 
   std::string name() const override { return "nccl"; }
-  MemoryKind memory() const override { return MemoryKind::device; }
 
   void start_allreduce_sum(float* data, size_t count) override {
     cudaCheck(cudaEventRecord(ready_, compute_.stream()));
