@@ -73,8 +73,17 @@ po::options_description registry() {
        "none: start fresh; auto: restore the newest valid checkpoint in checkpoint.dir, or start "
        "fresh (loudly) when there is none; require: like auto, but no valid checkpoint is an error")
       ("checkpoint.dir", po::value<std::string>()->default_value(""),
-       "folder of step-NNNNNNNN/ checkpoints (HDF5, one file per rank, MANIFEST.json); "
-       "empty: no checkpoints")
+       "folder of step-NNNNNNNN/ checkpoints (HDF5 files and MANIFEST.json); empty: no checkpoints")
+      ("checkpoint.layout", po::value<std::string>()->default_value("file-per-rank"),
+       "file-per-rank: every rank writes its own HDF5 file; shared-file: one HDF5 file written "
+       "collectively through MPI-IO, each rank writing its slice as a hyperslab")
+      ("checkpoint.shard_optimizer", po::value<bool>()->default_value(false),
+       "file-per-rank: each rank writes only its slice of the parameters and optimizer state "
+       "(ZeRO-1 style, no duplicate bytes), and a restore needs every rank's file; false: every "
+       "rank writes the whole replica. The shared file is always written in slices")
+      ("checkpoint.async", po::value<bool>()->default_value(false),
+       "snapshot the state into host memory and write and commit it on a background thread while "
+       "training goes on; at most one checkpoint is in flight (needs MPI_THREAD_MULTIPLE)")
       ("checkpoint.every", po::value<int64_t>()->default_value(0),
        "checkpoint after every N-th step (step-N is the state after step N); 0: never")
       ("checkpoint.keep", po::value<int64_t>()->default_value(2),
@@ -295,6 +304,9 @@ TrainConfig train_config_from(const po::variables_map& vm) {
     throw UsageError("checkpoint.every must be >= 0, got " + std::to_string(c.checkpoint_every));
   c.checkpoint_keep = fits_int(positive(vm, "checkpoint.keep"), "checkpoint.keep");
   c.checkpoint_cold_read = vm["checkpoint.cold_read"].as<bool>();
+  c.checkpoint_layout = one_of(vm, "checkpoint.layout", {"file-per-rank", "shared-file"});
+  c.checkpoint_shard_optimizer = vm["checkpoint.shard_optimizer"].as<bool>();
+  c.checkpoint_async = vm["checkpoint.async"].as<bool>();
   if (c.checkpoint_dir.empty() && (c.checkpoint_every > 0 || c.resume != "none"))
     throw UsageError(std::string(c.checkpoint_every > 0 ? "checkpoint.every" : "--resume ") +
                      (c.checkpoint_every > 0 ? "" : c.resume) + " needs checkpoint.dir");

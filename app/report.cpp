@@ -73,27 +73,34 @@ std::string ms(double seconds) {
 json checkpoint_json(const RunRecord& run, const json& stall) {
   const TrainConfig& cfg = run.config;
   json c{{"dir", cfg.checkpoint_dir},
-         {"layout", "file-per-rank"},
+         {"layout", cfg.checkpoint_layout},
+         {"shard_optimizer", cfg.checkpoint_shard_optimizer},
+         {"async", cfg.checkpoint_async},
          {"every", cfg.checkpoint_every},
          {"keep", cfg.checkpoint_keep},
          {"cold_read", cfg.checkpoint_cold_read},
          {"saves", json::array()},
          {"stall", stall}};
   uint64_t bytes = 0;
-  std::vector<double> gbps, rank_gbps, fsync, commit;
+  std::vector<double> gbps, rank_gbps, fsync, commit, total, stalls;
   for (const CheckpointSave& s : run.saves) {
     c["saves"].push_back({{"step", s.step},
                           {"bytes", s.bytes},
                           {"write_gbps", s.write_gbps()},
                           {"fsync_s", s.max_fsync_s},
-                          {"commit_s", s.commit_s}});
+                          {"commit_s", s.commit_s},
+                          {"total_s", s.total_s},
+                          {"stall_s", s.stall_s}});
     bytes = s.bytes;
     gbps.push_back(s.write_gbps());
     rank_gbps.insert(rank_gbps.end(), s.rank_gbps.begin(), s.rank_gbps.end());
     fsync.push_back(s.max_fsync_s);
     commit.push_back(s.commit_s);
+    total.push_back(s.total_s);
+    stalls.push_back(s.stall_s);
   }
   c["bytes"] = bytes;
+  c["final_wait_s"] = run.checkpoint_final_wait_s;
   // Aggregate: all ranks' bytes over first rank's start to last rank's end, median over saves.
   c["write_gbps"] = gbps.empty() ? json(nullptr) : json(median(gbps));
   c["rank_write_gbps"] = rank_gbps.empty()
@@ -102,6 +109,9 @@ json checkpoint_json(const RunRecord& run, const json& stall) {
                                     {"max", *std::max_element(rank_gbps.begin(), rank_gbps.end())}};
   c["fsync_s"] = fsync.empty() ? json(nullptr) : json(summary_json(summarize(fsync)));
   c["commit_s"] = commit.empty() ? json(nullptr) : json(summary_json(summarize(commit)));
+  // Per checkpoint, start to commit, next to what training waited for it (async hides the rest).
+  c["total_s"] = total.empty() ? json(nullptr) : json(summary_json(summarize(total)));
+  c["stall_s"] = stalls.empty() ? json(nullptr) : json(summary_json(summarize(stalls)));
   c["restore"] =
       run.restored
           ? json{{"step", run.restored->step},           {"folder", run.restored->folder},

@@ -33,7 +33,8 @@ struct RunRecord {
   std::vector<std::string> digests;              // [rank], hex
   int64_t steps_run = 0;
   std::optional<CheckpointRestore> restored;
-  std::vector<CheckpointSave> saves;                         // this process's checkpoints, in order
+  double checkpoint_final_wait_s = 0;  // async: the end of the run waiting for its last commit
+  std::vector<CheckpointSave> saves;   // this process's checkpoints, in order
   std::optional<std::pair<std::string, int64_t>> preempted;  // signal name, last step
   CollectiveCheck collective;
   std::string comm_timing_method;

@@ -13,6 +13,7 @@
 #include "app/context.h"
 #include "app/report.h"
 #include "app/summary.h"
+#include "checkpoint/async_writer.h"
 #include "checkpoint/hdf5_info.h"
 #include "checkpoint/store.h"
 #include "common/errors.h"
@@ -32,6 +33,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+CheckpointOptions checkpoint_options(const TrainConfig& cfg) {
+  CheckpointOptions o;
+  o.dir = cfg.checkpoint_dir;
+  o.keep = cfg.checkpoint_keep;
+  o.cold_read = cfg.checkpoint_cold_read;
+  o.layout = parse_layout(cfg.checkpoint_layout);
+  o.shard_optimizer = cfg.checkpoint_shard_optimizer;
+  return o;
+}
 
 struct Backends {
   std::unique_ptr<ComputeBackend> compute;
@@ -335,8 +346,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   std::optional<CheckpointRestore> restored;
   int64_t first_step = 1;
   if (!cfg.checkpoint_dir.empty()) {
-    store = std::make_unique<CheckpointStore>(cfg.checkpoint_dir, cfg.checkpoint_keep,
-                                              cfg.checkpoint_cold_read, world, scenario_hash(cfg),
+    store = std::make_unique<CheckpointStore>(checkpoint_options(cfg), world, scenario_hash(cfg),
                                               clock);
     store->preflight();
     if (cfg.resume == "none" && world.rank == 0 && store->newest_committed() > 0)
@@ -396,15 +406,40 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   FaultInjector faults(cfg.faults, world.rank);
   StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, source, faults, *heartbeat,
                 clock);
+  // Async checkpoints: the writer thread has its own communicator and store, so its collectives
+  // never interleave with the step's.
+  World writer_world = world;
+  std::unique_ptr<CheckpointStore> writer_store;
+  std::unique_ptr<AsyncCheckpointWriter> writer;
+  if (store && cfg.checkpoint_async) {
+    mpiCheck(MPI_Comm_dup(world.comm, &writer_world.comm));
+    writer_store = std::make_unique<CheckpointStore>(checkpoint_options(cfg), writer_world,
+                                                     scenario_hash(cfg), clock);
+    writer = std::make_unique<AsyncCheckpointWriter>(*writer_store);
+  }
   std::vector<CheckpointSave> saves;
+  std::vector<std::pair<int64_t, double>> stalls;  // step, seconds training waited
   int64_t last_checkpoint = 0;
-  const CheckpointHook checkpoint = [&](int64_t step) {
-    if (!store || cfg.checkpoint_every == 0 || step % cfg.checkpoint_every != 0) return false;
+  // The stall is what training waits: the whole save when synchronous; when async, the wait for
+  // the previous checkpoint plus the snapshot into host memory.
+  const auto take_checkpoint = [&](int64_t step) {
+    const double begin = clock.local_now();
     TrainingState state;
     state.step = step;
-    backends.compute->export_state(state);
-    saves.push_back(store->save(state));
+    if (writer) {
+      writer->wait();
+      backends.compute->export_state(state);
+      writer->submit(std::move(state));
+    } else {
+      backends.compute->export_state(state);
+      saves.push_back(store->save(state));
+    }
+    stalls.emplace_back(step, clock.local_now() - begin);
     last_checkpoint = step;
+  };
+  const CheckpointHook checkpoint = [&](int64_t step) {
+    if (!store || cfg.checkpoint_every == 0 || step % cfg.checkpoint_every != 0) return false;
+    take_checkpoint(step);
     return true;
   };
   // With checkpoints on, a preemption signal stops every rank at the same step boundary with a
@@ -416,12 +451,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     int signal = preemption_signal();
     mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &signal, 1, MPI_INT, MPI_MAX, world.comm));
     if (signal == 0) return false;
-    if (last_checkpoint != step) {
-      TrainingState state;
-      state.step = step;
-      backends.compute->export_state(state);
-      saves.push_back(store->save(state));
-    }
+    if (last_checkpoint != step) take_checkpoint(step);
+    if (writer) writer->wait();
     preempted = std::make_pair(signal, step);
     if (world.rank == 0)
       spdlog::warn(
@@ -431,6 +462,20 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     return true;
   };
   const TrainResult result = loop.run(first_step, checkpoint, stop);
+  double final_wait_s = 0;
+  if (writer) {
+    // The run is not over until its last checkpoint is committed.
+    const double begin = clock.local_now();
+    writer->wait();
+    final_wait_s = clock.local_now() - begin;
+    saves = writer->take_committed();
+    writer.reset();
+    writer_store.reset();
+    mpiCheck(MPI_Comm_free(&writer_world.comm));
+  }
+  for (CheckpointSave& save : saves)
+    for (const auto& [step, seconds] : stalls)
+      if (save.step == step) save.stall_s = seconds;
 
   // Rank 0 gathers every rank's timings, digest and facts.
   const std::vector<double> all_timings = gather_at_root(world, flatten(result.measured));
@@ -450,6 +495,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     run.restored = restored;
     if (preempted) run.preempted = {signal_name(preempted->first), preempted->second};
     run.saves = saves;
+    run.checkpoint_final_wait_s = final_wait_s;
     run.collective = collective;
     run.comm_timing_method = backends.comm->timing_method(cfg.overlap);
     run.digests = digests;
@@ -480,8 +526,18 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
 int run_train(const Invocation& inv) {
   const TrainConfig cfg = train_config_from(inv.options);  // usage errors before MPI starts
   int provided = 0;
-  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+  // The async checkpoint writer calls MPI from its own thread.
+  const int required = cfg.checkpoint_async ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+  if (MPI_Init_thread(nullptr, nullptr, required, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "trainproof: MPI_Init_thread failed on host %s\n", host_name().c_str());
+    return kExitRuntime;
+  }
+  if (provided < required) {
+    std::fprintf(stderr,
+                 "trainproof: error: checkpoint.async=true needs MPI_THREAD_MULTIPLE; the MPI "
+                 "library on host %s provides level %d only (use checkpoint.async=false)\n",
+                 host_name().c_str(), provided);
+    MPI_Finalize();
     return kExitRuntime;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

@@ -3,17 +3,11 @@
 #include <hdf5.h>
 #include <hdf5_hl.h>
 
-#include <mutex>
-
+#include "checkpoint/hdf5_lock.h"
 #include "common/errors.h"
 
 namespace tp {
 namespace {
-
-std::mutex& hdf5_lock() {
-  static std::mutex lock;
-  return lock;
-}
 
 // Closes an HDF5 handle when it goes out of scope.
 struct Handle {
@@ -105,6 +99,9 @@ std::vector<unsigned char> encode_checkpoint_image(const TrainingState& state,
     write_attribute(file.id, "rank", int64_t(meta.rank));
     write_attribute(file.id, "scenario_hash", meta.scenario_hash);
     write_attribute(file.id, "layout", meta.layout);
+    write_attribute(file.id, "slice_begin", int64_t(meta.slice_begin));
+    write_attribute(file.id, "slice_end", int64_t(meta.slice_end));
+    write_attribute(file.id, "total_elements", int64_t(meta.total_elements));
     write_attribute(file.id, "format", std::string("trainproof.checkpoint/1"));
     check(H5Fflush(file.id, H5F_SCOPE_GLOBAL) >= 0, "flush");
     const ssize_t size = H5Fget_file_image(file.id, nullptr, 0);
@@ -115,14 +112,14 @@ std::vector<unsigned char> encode_checkpoint_image(const TrainingState& state,
   return image;
 }
 
-void decode_checkpoint_image(const std::vector<unsigned char>& image, const std::string& what,
+void decode_checkpoint_image(const unsigned char* image, size_t size, const std::string& what,
                              TrainingState& state, CheckpointMeta& meta) {
   std::lock_guard<std::mutex> guard(hdf5_lock());
   // The library's own error stack would print to stderr; the caller reports the failure.
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   // Read-only, without a copy: HDF5 reads straight from the caller's verified buffer, which
   // outlives the file handle and stays the caller's to free.
-  Handle file{H5LTopen_file_image(const_cast<unsigned char*>(image.data()), image.size(),
+  Handle file{H5LTopen_file_image(const_cast<unsigned char*>(image), size,
                                   H5LT_FILE_IMAGE_DONT_COPY | H5LT_FILE_IMAGE_DONT_RELEASE),
               H5Fclose};
   check(file.id >= 0, what + ": not an HDF5 checkpoint image");
@@ -135,6 +132,11 @@ void decode_checkpoint_image(const std::vector<unsigned char>& image, const std:
   meta.rank = int(read_int_attribute(file.id, "rank", what));
   meta.scenario_hash = read_string_attribute(file.id, "scenario_hash", what);
   meta.layout = read_string_attribute(file.id, "layout", what);
+  meta.slice_begin = uint64_t(read_int_attribute(file.id, "slice_begin", what));
+  meta.slice_end = uint64_t(read_int_attribute(file.id, "slice_end", what));
+  meta.total_elements = uint64_t(read_int_attribute(file.id, "total_elements", what));
+  if (meta.slice_end < meta.slice_begin || meta.slice_end - meta.slice_begin != state.params.size())
+    throw RuntimeError(what + ": slice attributes do not match the params dataset");
 }
 
 }  // namespace tp

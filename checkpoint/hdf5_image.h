@@ -14,7 +14,7 @@ namespace tp {
 std::vector<unsigned char> encode_checkpoint_image(const TrainingState& state,
                                                    const CheckpointMeta& meta);
 // Throws RuntimeError naming `what` (the file) when the image is not a readable checkpoint.
-void decode_checkpoint_image(const std::vector<unsigned char>& image, const std::string& what,
+void decode_checkpoint_image(const unsigned char* image, size_t size, const std::string& what,
                              TrainingState& state, CheckpointMeta& meta);
 
 }  // namespace tp

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,10 +11,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "checkpoint/hdf5_image.h"
+#include "checkpoint/shared_file.h"
+#include "checkpoint/slices.h"
 #include "common/digest.h"
 #include "common/errors.h"
 #include "common/sysinfo.h"
@@ -26,6 +30,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kFormat = "trainproof.checkpoint/1";
+constexpr const char* kSharedFile = "state.h5";
 
 std::string rank_file(int rank) {
   char name[32];
@@ -75,21 +80,59 @@ void drop_page_cache(const std::string& path) {
   ::close(fd);
 }
 
-bool read_whole(const std::string& path, std::vector<unsigned char>& out, std::string& why) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    why = "cannot open " + path;
+// The file's bytes, read with one pass into memory that is never zero-filled first.
+struct FileBytes {
+  std::unique_ptr<unsigned char[]> data;
+  size_t size = 0;
+};
+
+bool read_whole(const std::string& path, FileBytes& out, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) {
+    why = "cannot open " + path + ": " + std::strerror(errno);
     return false;
   }
-  in.seekg(0, std::ios::end);
-  out.resize(size_t(in.tellg()));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(out.data()), std::streamsize(out.size()));
-  if (!in) {
-    why = "cannot read " + path;
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    why = "cannot stat " + path + ": " + std::strerror(errno);
+    ::close(fd);
     return false;
   }
+  out.size = size_t(info.st_size);
+  out.data.reset(new unsigned char[out.size]);
+  size_t done = 0;
+  while (done < out.size) {
+    const ssize_t n = ::read(fd, out.data.get() + done, out.size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      why = "cannot read " + path + (n < 0 ? std::string(": ") + std::strerror(errno) : "");
+      ::close(fd);
+      return false;
+    }
+    done += size_t(n);
+  }
+  ::close(fd);
   return true;
+}
+
+uint64_t state_bytes(const TrainingState& s) {
+  return (s.params.size() + s.moment1.size() + s.moment2.size()) * sizeof(float);
+}
+
+// One checksum over a slab of every tensor, in dataset order.
+std::string slab_checksum(const TrainingState& mine) {
+  DigestBuilder digest;
+  digest.add_all(mine.params);
+  digest.add_all(mine.moment1);
+  digest.add_all(mine.moment2);
+  return digest.finish().hex();
+}
+
+std::string elements_text(uint64_t begin, uint64_t end) {
+  char text[64];
+  std::snprintf(text, sizeof text, "[%llu, %llu)", static_cast<unsigned long long>(begin),
+                static_cast<unsigned long long>(end));
+  return text;
 }
 
 // Broadcasts a string from rank 0.
@@ -103,42 +146,56 @@ std::string broadcast(const World& world, std::string text) {
 
 }  // namespace
 
+std::string layout_label(CheckpointLayout layout, bool shard_optimizer) {
+  if (layout == CheckpointLayout::shared_file) return "shared-file";
+  return shard_optimizer ? "file-per-rank+shard_optimizer" : "file-per-rank";
+}
+
+CheckpointLayout parse_layout(const std::string& text) {
+  if (text == "file-per-rank") return CheckpointLayout::file_per_rank;
+  if (text == "shared-file") return CheckpointLayout::shared_file;
+  throw UsageError("checkpoint.layout must be file-per-rank or shared-file, got '" + text + "'");
+}
+
 std::string CheckpointStore::folder_name(int64_t step) {
   char name[32];
   std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
   return name;
 }
 
-CheckpointStore::CheckpointStore(std::string dir, int keep, bool cold_read, const World& world,
-                                 std::string scenario_hash, const AlignedClock& clock)
-    : dir_(std::move(dir)),
-      keep_(keep),
-      cold_read_(cold_read),
-      world_(world),
+CheckpointStore::CheckpointStore(CheckpointOptions options, World world, std::string scenario_hash,
+                                 const AlignedClock& clock)
+    : options_(std::move(options)),
+      world_(std::move(world)),
       scenario_hash_(std::move(scenario_hash)),
       clock_(clock) {}
 
+bool CheckpointStore::sliced() const {
+  return options_.layout == CheckpointLayout::shared_file || options_.shard_optimizer;
+}
+
 void CheckpointStore::preflight() {
   std::string problem;
-  const std::string probe = dir_ + "/.preflight-rank-" + std::to_string(world_.rank);
+  const std::string& dir = options_.dir;
+  const std::string probe = dir + "/.preflight-rank-" + std::to_string(world_.rank);
   try {
     std::error_code ec;
-    if (world_.rank == 0) fs::create_directories(dir_, ec);
+    if (world_.rank == 0) fs::create_directories(dir, ec);
     mpiCheck(MPI_Barrier(world_.comm));
-    if (!fs::is_directory(dir_)) throw RuntimeError("it is not a folder that exists");
+    if (!fs::is_directory(dir)) throw RuntimeError("it is not a folder that exists");
     const char byte = 1;
     write_durably(probe, &byte, 1, clock_);
     fs::remove(probe);
   } catch (const RuntimeError& e) {
-    problem =
-        "checkpoint.dir '" + dir_ + "' is not usable on host " + world_.host + ": " + e.what();
+    problem = "checkpoint.dir '" + dir + "' is not usable on host " + world_.host + ": " + e.what();
   }
   if (const std::string first = first_problem(world_, problem); !first.empty())
     throw UsageError(first);
 }
 
 CheckpointSave CheckpointStore::save(const TrainingState& state) {
-  const std::string final_dir = dir_ + "/" + folder_name(state.step);
+  const double save_start = clock_.now();
+  const std::string final_dir = options_.dir + "/" + folder_name(state.step);
   const std::string partial = final_dir + ".partial";
   if (world_.rank == 0) {
     fs::remove_all(partial);  // a stale one from a crash never counts and is replaced
@@ -146,38 +203,79 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
   }
   mpiCheck(MPI_Barrier(world_.comm));
 
-  const CheckpointMeta meta{state.step, world_.size, world_.rank, scenario_hash_, "file-per-rank"};
-  const std::vector<unsigned char> image = encode_checkpoint_image(state, meta);
-  const std::string checksum = digest_of(image.data(), image.size()).hex();
-  const double start = clock_.now();
-  const double fsync_s =
-      write_durably(partial + "/" + rank_file(world_.rank), image.data(), image.size(), clock_);
-  const double end = clock_.now();
+  const uint64_t total = state.params.size();
+  const Slice slice = sliced() ? rank_slice(total, world_.rank, world_.size) : Slice{0, total};
+  const std::string label = layout_label(options_.layout, options_.shard_optimizer);
+  const CheckpointMeta meta{state.step, world_.size, world_.rank, scenario_hash_,
+                            label,      slice.begin, slice.end,   total};
+  uint64_t bytes = 0;
+  std::string checksum;
+  double start = 0, end = 0, fsync_s = 0;
+  if (options_.layout == CheckpointLayout::file_per_rank) {
+    const std::vector<unsigned char> image =
+        encode_checkpoint_image(sliced() ? cut(state, slice) : state, meta);
+    checksum = digest_of(image.data(), image.size()).hex();
+    bytes = image.size();
+    start = clock_.now();
+    fsync_s =
+        write_durably(partial + "/" + rank_file(world_.rank), image.data(), image.size(), clock_);
+    end = clock_.now();
+  } else {
+    const TrainingState mine = cut(state, slice);
+    checksum = slab_checksum(mine);
+    bytes = state_bytes(mine);
+    const std::string path = partial + "/" + kSharedFile;
+    start = clock_.now();
+    fsync_s = write_shared_checkpoint(path, world_.comm, mine, slice, meta);
+    // MPI_File_sync made the data durable; this rank's own fsync also covers a filesystem whose
+    // MPI-IO driver buffers on the client until close.
+    fsync_path(path, O_RDONLY);
+    end = clock_.now();
+  }
 
-  const std::vector<double> figures =
-      gather_at_root(world_, {double(image.size()), start, end, fsync_s});
+  const std::vector<double> figures = gather_at_root(
+      world_, {double(bytes), start, end, fsync_s, double(slice.begin), double(slice.end)});
   const std::vector<std::string> checksums = gather_strings_at_root(world_, checksum);
+  constexpr size_t kFields = 6;
   CheckpointSave save;
   save.step = state.step;
   if (world_.rank == 0) {
     const double commit_start = clock_.now();
-    json manifest{{"format", kFormat},         {"step", state.step},
-                  {"world_size", world_.size}, {"scenario_hash", scenario_hash_},
-                  {"layout", "file-per-rank"}, {"created", utc_timestamp()},
+    json manifest{{"format", kFormat},
+                  {"step", state.step},
+                  {"world_size", world_.size},
+                  {"scenario_hash", scenario_hash_},
+                  {"layout", options_.layout == CheckpointLayout::shared_file ? "shared-file"
+                                                                              : "file-per-rank"},
+                  {"shard_optimizer", options_.shard_optimizer},
+                  {"total_elements", total},
+                  {"created", utc_timestamp()},
                   {"files", json::array()}};
     save.first_start = figures[1];
     save.last_end = figures[2];
+    json slabs = json::array();
     for (int r = 0; r < world_.size; ++r) {
-      const double* f = &figures[size_t(r) * 4];
-      manifest["files"].push_back({{"name", rank_file(r)},
-                                   {"rank", r},
-                                   {"bytes", uint64_t(f[0])},
-                                   {"xxh3_128", checksums[r]}});
-      save.bytes += uint64_t(f[0]);
+      const double* f = &figures[size_t(r) * kFields];
+      const json entry{{"rank", r},
+                       {"bytes", uint64_t(f[0])},
+                       {"elements", {uint64_t(f[4]), uint64_t(f[5])}},
+                       {"xxh3_128", checksums[size_t(r)]}};
+      if (options_.layout == CheckpointLayout::file_per_rank) {
+        json file = entry;
+        file["name"] = rank_file(r);
+        manifest["files"].push_back(file);
+        save.bytes += uint64_t(f[0]);
+      } else {
+        slabs.push_back(entry);
+      }
       save.first_start = std::min(save.first_start, f[1]);
       save.last_end = std::max(save.last_end, f[2]);
       save.rank_gbps.push_back(f[2] > f[1] ? f[0] / (f[2] - f[1]) / 1e9 : 0.0);
       save.max_fsync_s = std::max(save.max_fsync_s, f[3]);
+    }
+    if (options_.layout == CheckpointLayout::shared_file) {
+      save.bytes = uint64_t(fs::file_size(partial + "/" + kSharedFile));
+      manifest["files"].push_back({{"name", kSharedFile}, {"bytes", save.bytes}, {"slabs", slabs}});
     }
     const std::string text = manifest.dump(2) + "\n";
     write_durably(partial + "/MANIFEST.json", text.data(), text.size(), clock_);
@@ -189,10 +287,11 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     fs::remove_all(replaced, ec);
     if (fs::exists(final_dir)) fs::rename(final_dir, replaced);
     fs::rename(partial, final_dir);
-    fsync_path(dir_, O_RDONLY | O_DIRECTORY);
+    fsync_path(options_.dir, O_RDONLY | O_DIRECTORY);
     fs::remove_all(replaced, ec);
     save.commit_s = clock_.now() - commit_start;
     retain(state.step);
+    save.total_s = clock_.now() - save_start;
   }
   mpiCheck(MPI_Barrier(world_.comm));
   return save;
@@ -201,7 +300,7 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
 std::vector<std::pair<int64_t, std::string>> CheckpointStore::committed() const {
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+  for (const auto& entry : fs::directory_iterator(options_.dir, ec)) {
     const std::string name = entry.path().filename().string();
     long long step = 0;
     char tail = 0;
@@ -226,16 +325,89 @@ void CheckpointStore::retain(int64_t newest) {
   size_t kept = 0;
   for (const auto& [step, folder] : committed()) {
     if (step > newest) continue;
-    if (++kept <= size_t(keep_)) continue;
+    if (++kept <= size_t(options_.keep)) continue;
     std::error_code ec;
     fs::remove_all(folder, ec);
   }
+}
+
+std::string CheckpointStore::read_rank_file(const std::string& folder, const json& manifest,
+                                            Slice slice, TrainingState& mine,
+                                            uint64_t& bytes) const {
+  const json& files = manifest["files"];
+  const json entry = files.is_array() && files.size() > size_t(world_.rank)
+                         ? files[size_t(world_.rank)]
+                         : json::object();
+  if (entry.empty()) return "MANIFEST.json lists no file for rank " + std::to_string(world_.rank);
+  const std::string path = folder + "/" + entry.value("name", rank_file(world_.rank));
+  const uint64_t expected = entry.value("bytes", uint64_t(0));
+  if (options_.cold_read) drop_page_cache(path);
+  FileBytes image;
+  std::string why;
+  if (!read_whole(path, image, why)) return why;
+  bytes = image.size;
+  if (image.size != expected)
+    return path + " has " + std::to_string(image.size) + " bytes; the manifest says " +
+           std::to_string(expected);
+  if (digest_of(image.data.get(), image.size).hex() != entry.value("xxh3_128", ""))
+    return path + " fails its xxh3-128 checksum";
+  CheckpointMeta meta;
+  try {
+    decode_checkpoint_image(image.data.get(), image.size, path, mine, meta);
+  } catch (const RuntimeError& e) {
+    return e.what();
+  }
+  if (meta.slice_begin != slice.begin || meta.slice_end != slice.end)
+    return path + " holds elements " + elements_text(meta.slice_begin, meta.slice_end) + "; rank " +
+           std::to_string(world_.rank) + " needs " + elements_text(slice.begin, slice.end);
+  return "";
+}
+
+std::string CheckpointStore::read_shared_slab(const std::string& folder, const json& manifest,
+                                              Slice slice, TrainingState& mine,
+                                              uint64_t& bytes) const {
+  const json& files = manifest["files"];
+  const json entry = files.is_array() && !files.empty() ? files[0] : json::object();
+  const std::string path = folder + "/" + entry.value("name", std::string(kSharedFile));
+  const json& slabs = entry.contains("slabs") ? entry["slabs"] : json::array();
+  // Size and manifest are checked on every rank and agreed on before the collective open, so a
+  // damaged folder never leaves one rank inside HDF5 while the others have moved on.
+  std::string problem;
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec)
+    problem = "cannot open " + path + ": " + ec.message();
+  else if (size != entry.value("bytes", uint64_t(0)))
+    problem = path + " has " + std::to_string(size) + " bytes; the manifest says " +
+              std::to_string(entry.value("bytes", uint64_t(0)));
+  else if (!slabs.is_array() || slabs.size() != size_t(world_.size))
+    problem = "MANIFEST.json does not list one slab per rank";
+  problem = first_problem(world_, problem);
+  if (!problem.empty()) return problem;
+
+  if (options_.cold_read) drop_page_cache(path);
+  CheckpointMeta meta;
+  try {
+    read_shared_checkpoint(path, world_.comm, slice, mine, meta);
+  } catch (const RuntimeError& e) {
+    return e.what();
+  }
+  bytes = state_bytes(mine);
+  const json& slab = slabs[size_t(world_.rank)];
+  if (slab.value("elements", json::array()) != json{slice.begin, slice.end})
+    return path + ": the manifest's slab for rank " + std::to_string(world_.rank) +
+           " is not elements " + elements_text(slice.begin, slice.end);
+  if (slab_checksum(mine) != slab.value("xxh3_128", ""))
+    return path + ": the slab of rank " + std::to_string(world_.rank) + " (elements " +
+           elements_text(slice.begin, slice.end) + ") fails its xxh3-128 checksum";
+  return "";
 }
 
 std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) {
   std::vector<std::pair<int64_t, std::string>> candidates;
   if (world_.rank == 0) candidates = committed();
   CheckpointRestore result;
+  const std::string label = layout_label(options_.layout, options_.shard_optimizer);
   for (size_t next = 0;; ++next) {
     const std::string folder = broadcast(
         world_, world_.rank == 0 && next < candidates.size() ? candidates[next].second : "");
@@ -260,6 +432,10 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     if (problem.empty()) {
       const int writers = manifest.value("world_size", -1);
       const std::string hash = manifest.value("scenario_hash", "");
+      const std::string written = layout_label(manifest.value("layout", "") == "shared-file"
+                                                   ? CheckpointLayout::shared_file
+                                                   : CheckpointLayout::file_per_rank,
+                                               manifest.value("shard_optimizer", false));
       if (writers != world_.size)
         throw UsageError("checkpoint " + folder + " was written by " + std::to_string(writers) +
                          " ranks; this run has " + std::to_string(world_.size) +
@@ -268,35 +444,23 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
         throw UsageError("checkpoint " + folder + " has scenario hash " + hash +
                          "; this run's is " + scenario_hash_ +
                          " (a model, seed, optimizer, batch or dtype option differs)");
+      if (written != label)
+        throw UsageError("checkpoint " + folder + " was written with layout " + written +
+                         "; this run asks for " + label +
+                         " (set checkpoint.layout and checkpoint.shard_optimizer to match)");
     }
 
-    // Every rank reads its own file once, verifies size and checksum, then decodes the buffer.
+    // Every rank reads and verifies what it needs; nothing reaches the state until all agree.
     const double start = clock_.local_now();
-    std::vector<unsigned char> image;
+    const uint64_t total = manifest.value("total_elements", uint64_t(0));
+    const Slice slice = sliced() ? rank_slice(total, world_.rank, world_.size) : Slice{0, total};
+    TrainingState mine;
+    uint64_t bytes = 0;
     if (problem.empty()) {
-      const json entry = manifest.value("files", json::array()).size() > size_t(world_.rank)
-                             ? manifest["files"][size_t(world_.rank)]
-                             : json::object();
-      const std::string path = folder + "/" + entry.value("name", rank_file(world_.rank));
-      std::string why;
-      if (cold_read_) drop_page_cache(path);
-      if (!read_whole(path, image, why)) {
-        problem = why;
-      } else if (image.size() != entry.value("bytes", uint64_t(0))) {
-        problem = path + " has " + std::to_string(image.size()) + " bytes; the manifest says " +
-                  std::to_string(entry.value("bytes", uint64_t(0)));
-      } else if (digest_of(image.data(), image.size()).hex() != entry.value("xxh3_128", "")) {
-        problem = path + " fails its xxh3-128 checksum";
-      } else {
-        try {
-          CheckpointMeta meta;
-          decode_checkpoint_image(image, path, state, meta);
-        } catch (const RuntimeError& e) {
-          problem = e.what();
-        }
-      }
+      problem = options_.layout == CheckpointLayout::shared_file
+                    ? read_shared_slab(folder, manifest, slice, mine, bytes)
+                    : read_rank_file(folder, manifest, slice, mine, bytes);
     }
-    const double seconds = clock_.local_now() - start;
     const std::string first = first_problem(world_, problem);
     if (!first.empty()) {
       if (world_.rank == 0) {
@@ -309,8 +473,14 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
       mpiCheck(MPI_Barrier(world_.comm));
       continue;
     }
-    double slowest = seconds;
-    uint64_t bytes = image.size();
+    if (sliced()) {
+      int with_moment2 = mine.moment2.empty() ? 0 : 1;
+      mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &with_moment2, 1, MPI_INT, MPI_MAX, world_.comm));
+      assemble(world_, mine, total, with_moment2 != 0, state);
+    } else {
+      state = std::move(mine);
+    }
+    double slowest = clock_.local_now() - start;
     mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, world_.comm));
     mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_UINT64_T, MPI_SUM, world_.comm));
     result.step = state.step;

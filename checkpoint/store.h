@@ -1,29 +1,50 @@
 #pragma once
-// The checkpoint store, file-per-rank layout, and its durable commit protocol (DESIGN.md):
-//   1. every rank writes <dir>/step-NNNNNNNN.partial/rank-RRRRR.h5 with one write and one fsync,
-//      and reports its size and xxh3-128 checksum to rank 0;
-//   2. rank 0 writes MANIFEST.json (world size, step, scenario hash, files, sizes, checksums);
+// The checkpoint store and its durable commit protocol (DESIGN.md):
+//   1. every rank writes into <dir>/step-NNNNNNNN.partial/ and fsyncs, and reports its bytes and
+//      xxh3-128 checksum to rank 0 (file-per-rank: one per file; shared-file: one per hyperslab);
+//   2. rank 0 writes MANIFEST.json (world size, step, scenario hash, layout, files, checksums);
 //   3. it fsyncs, renames the folder to step-NNNNNNNN/ and fsyncs the parent folder.
 // Only a renamed folder with a manifest is a checkpoint; older ones are deleted only after a newer
-// one is committed. Restore verifies every file before using any, and falls back past damage.
+// one is committed. Restore verifies every byte it uses before any of it reaches the state, and
+// falls back past damage.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "checkpoint/slices.h"
 #include "kernels/compute_backend.h"
 #include "mpi/clock_sync.h"
 #include "mpi/world.h"
 
 namespace tp {
 
+enum class CheckpointLayout { file_per_rank, shared_file };
+
+struct CheckpointOptions {
+  std::string dir;
+  int keep = 2;
+  bool cold_read = false;  // drop each file's cached pages before a restore reads it
+  CheckpointLayout layout = CheckpointLayout::file_per_rank;
+  // file-per-rank only: each rank writes a distinct slice of the state (ZeRO-1 style).
+  bool shard_optimizer = false;
+};
+
+// "file-per-rank", "file-per-rank+shard_optimizer" or "shared-file": what a restore must match.
+std::string layout_label(CheckpointLayout layout, bool shard_optimizer);
+CheckpointLayout parse_layout(const std::string& text);  // UsageError names the value
+
 struct CheckpointSave {
   int64_t step = 0;
   uint64_t bytes = 0;                    // all ranks
-  double first_start = 0, last_end = 0;  // aligned clock, over ranks
+  double first_start = 0, last_end = 0;  // aligned clock, over ranks: writes and fsyncs
   std::vector<double> rank_gbps;         // per rank: its bytes over its own write+fsync time
   double max_fsync_s = 0;
   double commit_s = 0;  // rank 0: manifest, renames and fsyncs
+  double total_s = 0;   // rank 0: from the start of the save to its commit
+  double stall_s = 0;   // training's wait for this checkpoint; set by whoever drives the save
   double write_gbps() const {
     return last_end > first_start ? double(bytes) / (last_end - first_start) / 1e9 : 0.0;
   }
@@ -33,37 +54,42 @@ struct CheckpointRestore {
   int64_t step = 0;
   std::string folder;
   uint64_t bytes = 0;                 // all ranks
-  double seconds = 0;                 // slowest rank: read, verify, decode
+  double seconds = 0;                 // slowest rank: read, verify, decode, assemble
   std::vector<std::string> rejected;  // folders renamed *.corrupt, with the reason
   double gbps() const { return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0; }
 };
 
 class CheckpointStore {
  public:
-  // `cold_read`: drop each file's cached pages before a restore reads it (posix_fadvise).
-  CheckpointStore(std::string dir, int keep, bool cold_read, const World& world,
-                  std::string scenario_hash, const AlignedClock& clock);
+  // `world` may be a duplicate communicator's view (the async writer's); the store keeps a copy.
+  CheckpointStore(CheckpointOptions options, World world, std::string scenario_hash,
+                  const AlignedClock& clock);
 
   // Writes, fsyncs and deletes a probe file; an unusable folder is a UsageError on every rank.
   void preflight();
   // Collective. Returns the figures on rank 0 (others get their own part).
   CheckpointSave save(const TrainingState& state);
   // Collective. The newest checkpoint whose every file verifies, or nullopt when none does.
-  // A checkpoint of another world size or scenario is a UsageError naming both values.
+  // A checkpoint of another world size, scenario or layout is a UsageError naming both values.
   std::optional<CheckpointRestore> restore(TrainingState& state);
 
   static std::string folder_name(int64_t step);
   // Newest committed step in the folder (rank 0's view), or 0.
   int64_t newest_committed() const;
+  const CheckpointOptions& options() const { return options_; }
 
  private:
+  bool sliced() const;
+  // Read and verify this rank's part of a checkpoint into `mine`; "" or what is wrong.
+  std::string read_rank_file(const std::string& folder, const nlohmann::json& manifest, Slice slice,
+                             TrainingState& mine, uint64_t& bytes) const;
+  std::string read_shared_slab(const std::string& folder, const nlohmann::json& manifest,
+                               Slice slice, TrainingState& mine, uint64_t& bytes) const;
   std::vector<std::pair<int64_t, std::string>> committed() const;  // newest first
   void retain(int64_t newest);
 
-  std::string dir_;
-  int keep_;
-  bool cold_read_;
-  const World& world_;
+  CheckpointOptions options_;
+  World world_;
   std::string scenario_hash_;
   const AlignedClock& clock_;
 };

@@ -40,6 +40,9 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;
   int checkpoint_keep = 2;
   bool checkpoint_cold_read = false;
+  std::string checkpoint_layout = "file-per-rank";  // or shared-file
+  bool checkpoint_shard_optimizer = false;
+  bool checkpoint_async = false;
   std::string resume = "none";  // none, auto, require
   TestHooks test;
 };

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "checkpoint/hdf5_image.h"
+#include "checkpoint/slices.h"
 #include "common/errors.h"
 
 namespace {
@@ -17,13 +18,13 @@ tp::TrainingState sample_state() {
 }
 
 TEST(CheckpointImage, RoundTripsStateAndMetadata) {
-  const tp::CheckpointMeta meta{42, 4, 3, "abc123", "file-per-rank"};
+  const tp::CheckpointMeta meta{42, 4, 3, "abc123", "file-per-rank", 0, 1000, 1000};
   const auto image = tp::encode_checkpoint_image(sample_state(), meta);
   ASSERT_GT(image.size(), 8000u);
   EXPECT_EQ(std::string(image.begin() + 1, image.begin() + 4), "HDF");  // an HDF5 superblock
   tp::TrainingState back;
   tp::CheckpointMeta back_meta;
-  tp::decode_checkpoint_image(image, "test", back, back_meta);
+  tp::decode_checkpoint_image(image.data(), image.size(), "test", back, back_meta);
   EXPECT_EQ(back.step, 42);
   EXPECT_EQ(back.params, sample_state().params);
   EXPECT_EQ(back.moment1, sample_state().moment1);
@@ -35,9 +36,27 @@ TEST(CheckpointImage, RoundTripsStateAndMetadata) {
 }
 
 TEST(CheckpointImage, SameStateGivesTheSameBytes) {
-  const tp::CheckpointMeta meta{42, 1, 0, "h", "file-per-rank"};
+  const tp::CheckpointMeta meta{42, 1, 0, "h", "file-per-rank", 0, 1000, 1000};
   EXPECT_EQ(tp::encode_checkpoint_image(sample_state(), meta),
             tp::encode_checkpoint_image(sample_state(), meta));
+}
+
+TEST(CheckpointImage, ASliceRecordsWhereItBelongs) {
+  const tp::Slice slice = tp::rank_slice(1000, 1, 4);
+  tp::TrainingState full = sample_state();
+  full.moment2.assign(1000, 3.0f);
+  const tp::CheckpointMeta meta{42,          4,         1,   "h", "file-per-rank+shard_optimizer",
+                                slice.begin, slice.end, 1000};
+  const auto image = tp::encode_checkpoint_image(tp::cut(full, slice), meta);
+  tp::TrainingState back;
+  tp::CheckpointMeta back_meta;
+  tp::decode_checkpoint_image(image.data(), image.size(), "test", back, back_meta);
+  EXPECT_EQ(back_meta.slice_begin, 250u);
+  EXPECT_EQ(back_meta.slice_end, 500u);
+  EXPECT_EQ(back_meta.total_elements, 1000u);
+  ASSERT_EQ(back.params.size(), 250u);
+  EXPECT_EQ(back.params.front(), full.params[250]);
+  EXPECT_EQ(back.moment2.size(), 250u);
 }
 
 TEST(CheckpointImage, GarbageIsAnErrorNamingTheFile) {
@@ -45,7 +64,8 @@ TEST(CheckpointImage, GarbageIsAnErrorNamingTheFile) {
   tp::TrainingState state;
   tp::CheckpointMeta meta;
   try {
-    tp::decode_checkpoint_image(garbage, "ckpt/step-00000008/rank-00001.h5", state, meta);
+    tp::decode_checkpoint_image(garbage.data(), garbage.size(), "ckpt/step-00000008/rank-00001.h5",
+                                state, meta);
     FAIL() << "garbage decoded";
   } catch (const tp::RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("rank-00001.h5"), std::string::npos);

@@ -1,0 +1,173 @@
+#include "checkpoint/shared_file.h"
+
+#include <hdf5.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "checkpoint/hdf5_lock.h"
+#include "common/errors.h"
+
+namespace tp {
+namespace {
+
+struct Handle {
+  hid_t id;
+  herr_t (*close)(hid_t);
+  ~Handle() {
+    if (id >= 0) close(id);
+  }
+};
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw RuntimeError("HDF5: " + what);
+}
+
+// Data transfers are independent: each rank's slab is one contiguous range, so collective
+// buffering gains nothing, and a rank that fails a read cannot leave the others waiting.
+hid_t independent_transfer() {
+  const hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+  H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT);
+  return dxpl;
+}
+
+hid_t mpio_access(MPI_Comm comm) {
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+  // Newest format: every metadata block carries a checksum, so damage to it is detected on open.
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+  return fapl;
+}
+
+void write_slab(hid_t file, const char* name, uint64_t total, Slice slice,
+                const std::vector<float>& mine, hid_t dxpl) {
+  const hsize_t dims[1] = {total};
+  Handle space{H5Screate_simple(1, dims, nullptr), H5Sclose};
+  // Dataset creation is collective: every rank calls it with the same arguments.
+  Handle set{
+      H5Dcreate2(file, name, H5T_IEEE_F32LE, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose};
+  check(set.id >= 0, std::string("cannot create dataset ") + name);
+  const hsize_t start[1] = {slice.begin}, count[1] = {slice.size()};
+  Handle memory{H5Screate_simple(1, count, nullptr), H5Sclose};
+  if (slice.size() == 0) {
+    H5Sselect_none(space.id);
+    H5Sselect_none(memory.id);
+  } else {
+    H5Sselect_hyperslab(space.id, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  }
+  check(H5Dwrite(set.id, H5T_NATIVE_FLOAT, memory.id, space.id, dxpl, mine.data()) >= 0,
+        std::string("cannot write the slab of dataset ") + name);
+}
+
+void read_slab(hid_t file, const char* name, Slice slice, std::vector<float>& mine, hid_t dxpl,
+               const std::string& what) {
+  Handle set{H5Dopen2(file, name, H5P_DEFAULT), H5Dclose};
+  check(set.id >= 0, what + ": no dataset " + name);
+  Handle space{H5Dget_space(set.id), H5Sclose};
+  const hssize_t n = H5Sget_simple_extent_npoints(space.id);
+  check(n >= 0 && uint64_t(n) >= slice.end, what + ": dataset " + name + " is too short");
+  mine.resize(slice.size());
+  const hsize_t start[1] = {slice.begin}, count[1] = {slice.size()};
+  Handle memory{H5Screate_simple(1, count, nullptr), H5Sclose};
+  if (slice.size() == 0) {
+    H5Sselect_none(space.id);
+    H5Sselect_none(memory.id);
+  } else {
+    H5Sselect_hyperslab(space.id, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  }
+  check(H5Dread(set.id, H5T_NATIVE_FLOAT, memory.id, space.id, dxpl, mine.data()) >= 0,
+        what + ": cannot read the slab of dataset " + name);
+}
+
+void write_attribute(hid_t file, const char* name, int64_t value) {
+  Handle space{H5Screate(H5S_SCALAR), H5Sclose};
+  Handle attr{H5Acreate2(file, name, H5T_STD_I64LE, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+  check(attr.id >= 0 && H5Awrite(attr.id, H5T_NATIVE_INT64, &value) >= 0,
+        std::string("cannot write attribute ") + name);
+}
+
+void write_attribute(hid_t file, const char* name, const std::string& value) {
+  Handle type{H5Tcopy(H5T_C_S1), H5Tclose};
+  H5Tset_size(type.id, value.size() + 1);
+  Handle space{H5Screate(H5S_SCALAR), H5Sclose};
+  Handle attr{H5Acreate2(file, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+  check(attr.id >= 0 && H5Awrite(attr.id, type.id, value.c_str()) >= 0,
+        std::string("cannot write attribute ") + name);
+}
+
+int64_t read_int_attribute(hid_t file, const char* name, const std::string& what) {
+  int64_t value = 0;
+  Handle attr{H5Aopen(file, name, H5P_DEFAULT), H5Aclose};
+  check(attr.id >= 0 && H5Aread(attr.id, H5T_NATIVE_INT64, &value) >= 0,
+        what + ": no attribute " + name);
+  return value;
+}
+
+std::string read_string_attribute(hid_t file, const char* name, const std::string& what) {
+  Handle attr{H5Aopen(file, name, H5P_DEFAULT), H5Aclose};
+  check(attr.id >= 0, what + ": no attribute " + name);
+  Handle type{H5Aget_type(attr.id), H5Tclose};
+  check(H5Tget_class(type.id) == H5T_STRING && !H5Tis_variable_str(type.id),
+        what + ": attribute " + std::string(name) + " is not a fixed-length string");
+  std::string value(H5Tget_size(type.id), '\0');
+  check(H5Aread(attr.id, type.id, value.data()) >= 0, what + ": cannot read attribute " + name);
+  value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
+  return value;
+}
+
+}  // namespace
+
+double write_shared_checkpoint(const std::string& path, MPI_Comm comm, const TrainingState& mine,
+                               Slice slice, const CheckpointMeta& meta) {
+  std::lock_guard<std::mutex> guard(hdf5_lock());
+  Handle fapl{mpio_access(comm), H5Pclose};
+  Handle dxpl{independent_transfer(), H5Pclose};
+  Handle file{H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id), H5Fclose};
+  check(file.id >= 0, "cannot create " + path);
+  write_slab(file.id, "params", meta.total_elements, slice, mine.params, dxpl.id);
+  write_slab(file.id, "moment1", meta.total_elements, slice, mine.moment1, dxpl.id);
+  write_slab(file.id, "moment2", mine.moment2.empty() ? 0 : meta.total_elements,
+             mine.moment2.empty() ? Slice{} : slice, mine.moment2, dxpl.id);
+  write_attribute(file.id, "step", meta.step);
+  write_attribute(file.id, "world_size", int64_t(meta.world_size));
+  write_attribute(file.id, "scenario_hash", meta.scenario_hash);
+  write_attribute(file.id, "layout", meta.layout);
+  write_attribute(file.id, "total_elements", int64_t(meta.total_elements));
+  write_attribute(file.id, "format", std::string("trainproof.checkpoint/1"));
+  // Collective; the MPI-IO driver turns it into MPI_File_sync, which reaches storage.
+  const auto before = std::chrono::steady_clock::now();
+  check(H5Fflush(file.id, H5F_SCOPE_GLOBAL) >= 0, "cannot flush " + path);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+}
+
+void read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice slice,
+                            TrainingState& mine, CheckpointMeta& meta) {
+  std::lock_guard<std::mutex> guard(hdf5_lock());
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  Handle fapl{mpio_access(comm), H5Pclose};
+  Handle dxpl{independent_transfer(), H5Pclose};
+  Handle file{H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.id), H5Fclose};
+  check(file.id >= 0, path + ": not a readable HDF5 checkpoint");
+  read_slab(file.id, "params", slice, mine.params, dxpl.id, path);
+  read_slab(file.id, "moment1", slice, mine.moment1, dxpl.id, path);
+  meta.total_elements = uint64_t(read_int_attribute(file.id, "total_elements", path));
+  {
+    Handle set{H5Dopen2(file.id, "moment2", H5P_DEFAULT), H5Dclose};
+    Handle space{set.id >= 0 ? H5Dget_space(set.id) : -1, H5Sclose};
+    const bool present = space.id >= 0 && H5Sget_simple_extent_npoints(space.id) > 0;
+    if (present)
+      read_slab(file.id, "moment2", slice, mine.moment2, dxpl.id, path);
+    else
+      mine.moment2.clear();
+  }
+  meta.step = read_int_attribute(file.id, "step", path);
+  mine.step = meta.step;
+  meta.world_size = int(read_int_attribute(file.id, "world_size", path));
+  meta.scenario_hash = read_string_attribute(file.id, "scenario_hash", path);
+  meta.layout = read_string_attribute(file.id, "layout", path);
+  meta.slice_begin = slice.begin;
+  meta.slice_end = slice.end;
+}
+
+}  // namespace tp

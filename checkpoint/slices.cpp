@@ -1,0 +1,60 @@
+#include "checkpoint/slices.h"
+
+#include <mpi.h>
+
+#include <limits>
+#include <vector>
+
+#include "common/errors.h"
+#include "mpi/check.h"
+
+namespace tp {
+
+Slice rank_slice(uint64_t n, int rank, int ranks) {
+  const uint64_t base = n / uint64_t(ranks);
+  const uint64_t extra = n % uint64_t(ranks);
+  const uint64_t r = uint64_t(rank);
+  const uint64_t begin = r * base + (r < extra ? r : extra);
+  return {begin, begin + base + (r < extra ? 1 : 0)};
+}
+
+TrainingState cut(const TrainingState& full, Slice slice) {
+  const auto part = [&](const std::vector<float>& v) {
+    if (v.empty()) return std::vector<float>{};
+    return std::vector<float>(v.begin() + std::ptrdiff_t(slice.begin),
+                              v.begin() + std::ptrdiff_t(slice.end));
+  };
+  TrainingState mine;
+  mine.step = full.step;
+  mine.params = part(full.params);
+  mine.moment1 = part(full.moment1);
+  mine.moment2 = part(full.moment2);
+  return mine;
+}
+
+void assemble(const World& world, const TrainingState& mine, uint64_t total, bool with_moment2,
+              TrainingState& full) {
+  // MPI counts are int; a slice beyond 2^31 elements would need a derived datatype.
+  std::vector<int> counts(size_t(world.size)), displs(size_t(world.size));
+  for (int r = 0; r < world.size; ++r) {
+    const Slice s = rank_slice(total, r, world.size);
+    if (s.end > uint64_t(std::numeric_limits<int>::max()))
+      throw RuntimeError("checkpoint slices beyond 2^31 elements are not supported");
+    counts[size_t(r)] = int(s.size());
+    displs[size_t(r)] = int(s.begin);
+  }
+  const auto gather = [&](const std::vector<float>& part, std::vector<float>& whole) {
+    whole.resize(total);
+    mpiCheck(MPI_Allgatherv(part.data(), int(part.size()), MPI_FLOAT, whole.data(), counts.data(),
+                            displs.data(), MPI_FLOAT, world.comm));
+  };
+  full.step = mine.step;
+  gather(mine.params, full.params);
+  gather(mine.moment1, full.moment1);
+  if (with_moment2)
+    gather(mine.moment2, full.moment2);
+  else
+    full.moment2.clear();
+}
+
+}  // namespace tp

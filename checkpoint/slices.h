@@ -1,0 +1,30 @@
+#pragma once
+// How a checkpoint splits the state between ranks when each writes a distinct part (ZeRO-1 style
+// `checkpoint.shard_optimizer`, and the hyperslabs of the shared file). Every tensor of the state
+// has the same element count, so one element range per rank slices all of them alike.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/compute_backend.h"
+#include "mpi/world.h"
+
+namespace tp {
+
+struct Slice {
+  uint64_t begin = 0;
+  uint64_t end = 0;  // exclusive
+  uint64_t size() const { return end - begin; }
+};
+
+// Contiguous and balanced: the first (n % ranks) ranks hold one element more.
+Slice rank_slice(uint64_t n, int rank, int ranks);
+
+// This rank's slice of every tensor (moment2 stays empty when the state has none).
+TrainingState cut(const TrainingState& full, Slice slice);
+
+// Collective: rebuilds the full tensors of `total` elements from every rank's slice. `mine` holds
+// this rank's rank_slice(total, ...) of each tensor; `with_moment2` says whether the state has one.
+void assemble(const World& world, const TrainingState& mine, uint64_t total, bool with_moment2,
+              TrainingState& full);
+
+}  // namespace tp
