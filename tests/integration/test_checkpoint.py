@@ -177,10 +177,16 @@ class Checkpoint(unittest.TestCase):
         self.assertIn("no valid checkpoint", run.stderr)
 
     def test_preemption_signal_checkpoints_and_stops_every_rank(self):
+        self.preempt_and_resume()
+
+    def test_preemption_with_async_shared_file_checkpoints(self):
+        self.preempt_and_resume("--checkpoint.async=true", "--checkpoint.layout=shared-file")
+
+    def preempt_and_resume(self, *layout):
         # SIGUSR1 to one rank only (as Slurm's --signal would reach a task): every rank must stop
         # at the same step, with that step's checkpoint committed, and exit 4.
         report = os.path.join(self.tmp, "preempted.json")
-        args = [f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}",
+        args = [f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}", *layout,
                 "--train.steps=60", "--fault", "slow:rank=0,ms=20"]
         proc = subprocess.Popen(
             [MPIEXEC, "-np", "2", "--oversubscribe", BIN, "train", "--scenario", TINY,
