@@ -355,7 +355,10 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
           "starts fresh and replaces those it reaches",
           cfg.checkpoint_dir, store->newest_committed());
     if (cfg.resume != "none") {
+      // The restore decodes into buffers the model already has, as a framework loads a state
+      // into allocated parameters: allocating (and faulting in) the memory is set-up, not restore.
       TrainingState state;
+      backends.compute->export_state(state);
       restored = store->restore(state);
       if (restored) {
         if (cfg.test.skip_restore == "moment1")
