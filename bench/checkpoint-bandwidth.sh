@@ -3,7 +3,9 @@
 # same run, with the same bytes per writer, the same number of writers and the same folder.
 #   write: fio sequential write, fsync at the end of each file (as trainproof fsyncs each file)
 #   read:  page cache dropped first (as checkpoint.cold_read=true does for trainproof)
-# Usage: [ROUNDS=3] bench/checkpoint-bandwidth.sh [FOLDER] [RANKS]   (needs scripts/build.sh
+#   LAYOUT=shared-file: trainproof writes one file through MPI-IO; fio's jobs then write and read
+#   their own ranges of one shared file (offset_increment), as the ranks' hyperslabs are.
+# Usage: [ROUNDS=3] [LAYOUT=file-per-rank] bench/checkpoint-bandwidth.sh [FOLDER] [RANKS]   (needs scripts/build.sh
 # first; root to drop the page cache before fio's read)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,8 @@ out=out/bench
 mkdir -p "$out" "$folder"
 model=(--model.layers=8 --model.hidden=2048 --model.seq=8 --model.batch="$ranks"
        --train.optimizer=sgd-momentum --train.warmup_steps=0 --log.level=warn)
-ckpt=(--checkpoint.dir="$folder/trainproof" --checkpoint.keep=1)
+layout=${LAYOUT:-file-per-rank}
+ckpt=(--checkpoint.dir="$folder/trainproof" --checkpoint.keep=1 --checkpoint.layout="$layout")
 
 rounds=${ROUNDS:-3}
 fio_dir="$folder/fio"
@@ -30,17 +33,21 @@ for round in $(seq 1 "$rounds"); do
   per_rank=$(python3 -c 'import json; print(json.load(open("'"$out/ckpt-write-$round.json"'"))["checkpoint"]["bytes"] // '"$ranks"')')
   rm -rf "$folder/trainproof" "$fio_dir"
   mkdir -p "$fio_dir"
-  fio --name=ckpt --directory="$fio_dir" --rw=write --bs=16M --size="$per_rank" --numjobs="$ranks" \
-    --end_fsync=1 --group_reporting --output-format=json >"$out/fio-write-$round.json"
+  shared=()
+  if [ "$layout" = shared-file ]; then shared=(--filename=shared --offset_increment="$per_rank"); fi
+  fio --name=ckpt --directory="$fio_dir" "${shared[@]}" --rw=write --bs=16M --size="$per_rank" \
+    --numjobs="$ranks" --end_fsync=1 --group_reporting --output-format=json \
+    >"$out/fio-write-$round.json"
   drop_caches
-  fio --name=ckpt --directory="$fio_dir" --rw=read --bs=16M --size="$per_rank" --numjobs="$ranks" \
-    --group_reporting --output-format=json >"$out/fio-read-$round.json"
+  fio --name=ckpt --directory="$fio_dir" "${shared[@]}" --rw=read --bs=16M --size="$per_rank" \
+    --numjobs="$ranks" --group_reporting --output-format=json >"$out/fio-read-$round.json"
   rm -rf "$fio_dir"
 done
 
-python3 - "$out" "$ranks" "$per_rank" "$rounds" <<'PY'
+python3 - "$out" "$ranks" "$per_rank" "$rounds" "$layout" <<'PY'
 import json, statistics, sys
 out, ranks, per_rank, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+layout = sys.argv[5]
 rows = []
 for r in range(1, rounds + 1):
     write = json.load(open(f"{out}/ckpt-write-{r}.json"))["checkpoint"]
@@ -51,11 +58,11 @@ for r in range(1, rounds + 1):
                  "write_ratio": write["write_gbps"] / fio_w,
                  "trainproof_restore_gbps": restore["restore_gbps"], "fio_read_gbps": fio_r,
                  "restore_ratio": restore["restore_gbps"] / fio_r})
-result = {"ranks": ranks, "bytes_per_rank": per_rank, "rounds": rows,
+result = {"layout": layout, "ranks": ranks, "bytes_per_rank": per_rank, "rounds": rows,
           "write_ratio": statistics.median(r["write_ratio"] for r in rows),
           "restore_ratio": statistics.median(r["restore_ratio"] for r in rows)}
 json.dump(result, open(f"{out}/checkpoint-bandwidth.json", "w"), indent=2)
-print(f"{ranks} writers x {per_rank / 1e6:.0f} MB, {rounds} rounds")
+print(f"{layout}: {ranks} writers x {per_rank / 1e6:.0f} MB, {rounds} rounds")
 for i, r in enumerate(rows, 1):
     print(f"  round {i}: write {r['trainproof_write_gbps']:.2f} vs fio {r['fio_write_gbps']:.2f} GB/s"
           f" ({r['write_ratio']:.2f}); cold restore {r['trainproof_restore_gbps']:.2f} vs fio"

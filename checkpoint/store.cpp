@@ -241,12 +241,15 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     checksum = slab_checksum(mine);
     bytes = state_bytes(mine);
     const std::string path = partial + "/" + kSharedFile;
+    mpiCheck(MPI_Barrier(world_.comm));
     start = clock_.now();
     fsync_s = write_shared_checkpoint(path, world_.comm, mine, slice, meta);
     // MPI_File_sync made the data durable; this rank's own fsync also covers a filesystem whose
     // MPI-IO driver buffers on the client until close.
     fsync_path(path, O_RDONLY);
     end = clock_.now();
+    spdlog::debug("save {}: slab of {} bytes written in {:.3f} s, of which {:.3f} s flush", path,
+                  bytes, end - start, fsync_s);
   }
 
   const std::vector<double> figures = gather_at_root(
@@ -406,12 +409,15 @@ std::string CheckpointStore::read_shared_slab(const std::string& folder, const j
 
   if (options_.cold_read) drop_page_cache(path);
   CheckpointMeta meta;
+  const double read_start = clock_.local_now();
   try {
     read_shared_checkpoint(path, world_.comm, slice, mine, meta);
   } catch (const RuntimeError& e) {
     return e.what();
   }
   bytes = state_bytes(mine);
+  spdlog::debug("restore {}: slab of {} bytes read in {:.3f} s", path, bytes,
+                clock_.local_now() - read_start);
   const json& slab = slabs[size_t(world_.rank)];
   if (slab.value("elements", json::array()) != json{slice.begin, slice.end})
     return path + ": the manifest's slab for rank " + std::to_string(world_.rank) +
