@@ -235,7 +235,8 @@ HostGpuFacts gather_gpu_facts(const World& world, const Backends& backends) {
 
 json build_context(const Invocation& inv, const TrainConfig& cfg, const World& world,
                    const std::string& start_time, const Backends& backends,
-                   const HostGpuFacts& gpu_facts, int64_t measured_steps) {
+                   const HostGpuFacts& gpu_facts, int64_t measured_steps,
+                   const std::optional<CheckpointFolderFacts>& folder) {
   json ctx;
   ctx["tool"] = {
       {"name", "trainproof"}, {"version", build::kVersion}, {"git_revision", build::kGitRevision}};
@@ -285,7 +286,12 @@ json build_context(const Invocation& inv, const TrainConfig& cfg, const World& w
                     : json(nullptr);
   ctx["nvidia_smi_topo"] = nvidia_smi_topology();
   ctx["environment"] = launcher_environment(process_environment());
-  ctx["checkpoint_filesystem"] = nullptr;
+  ctx["checkpoint_filesystem"] =
+      folder ? json{{"path", fs::absolute(folder->path).string()},
+                    {"type", folder->filesystem},
+                    {"node_local", node_local_filesystem(folder->filesystem)},
+                    {"hosts_not_sharing", folder->blind_hosts}}
+             : json(nullptr);
   ctx["backends"] = {{"compute", backends.compute->name()},
                      {"comm", backends.comm->name()},
                      {"compute_requested", cfg.compute_backend},
@@ -297,6 +303,10 @@ json build_context(const Invocation& inv, const TrainConfig& cfg, const World& w
       timing_warnings({cpu_busiest, online_cpus(), cpu_governor(), build::kBuildType,
                        build::kSanitizers, measured_steps});
   warnings.insert(warnings.end(), gpu_facts.warnings.begin(), gpu_facts.warnings.end());
+  if (folder) {
+    const auto folder_warnings = checkpoint_folder_warnings(*folder, int(world.hosts.size()));
+    warnings.insert(warnings.end(), folder_warnings.begin(), folder_warnings.end());
+  }
   if (backends.gpu && backends.gpu_sharers > 1)
     warnings.push_back(std::to_string(backends.gpu_sharers) +
                        " ranks share one GPU: they time-slice it, so compute figures are not a "
@@ -344,11 +354,12 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   // checkpoint that verifies.
   std::unique_ptr<CheckpointStore> store;
   std::optional<CheckpointRestore> restored;
+  std::optional<CheckpointFolderFacts> folder_facts;
   int64_t first_step = 1;
   if (!cfg.checkpoint_dir.empty()) {
     store = std::make_unique<CheckpointStore>(checkpoint_options(cfg), world, scenario_hash(cfg),
                                               clock);
-    store->preflight();
+    folder_facts = store->preflight();
     if (cfg.resume == "none" && world.rank == 0 && store->newest_committed() > 0)
       spdlog::warn(
           "checkpoint.dir '{}' already holds checkpoints up to step {}; --resume none "
@@ -508,7 +519,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
                            affinities[r], numa[r], all_rates[2 * r]});
       run.timings.push_back(unflatten(&all_timings[size_t(r) * steps * kStepTimingFields], steps));
     }
-    run.context = build_context(inv, cfg, world, start_time, backends, gpu_facts, int64_t(steps));
+    run.context = build_context(inv, cfg, world, start_time, backends, gpu_facts, int64_t(steps),
+                                folder_facts);
     const json report = build_report(run);
     const std::string path = inv.options["report"].as<std::string>();
     write_report(path, report);

@@ -187,23 +187,41 @@ bool CheckpointStore::sliced() const {
   return options_.layout == CheckpointLayout::shared_file || options_.shard_optimizer;
 }
 
-void CheckpointStore::preflight() {
+CheckpointFolderFacts CheckpointStore::preflight() {
   std::string problem;
   const std::string& dir = options_.dir;
   const std::string probe = dir + "/.preflight-rank-" + std::to_string(world_.rank);
+  // Rank 0 creates the folder first; a rank that still lacks it afterwards is on a host that does
+  // not share it, creates its own, and is found out by the probe below.
+  std::error_code ec;
+  if (world_.rank == 0) fs::create_directories(dir, ec);
+  mpiCheck(MPI_Barrier(world_.comm));
+  if (world_.rank != 0) fs::create_directories(dir, ec);
   try {
-    std::error_code ec;
-    if (world_.rank == 0) fs::create_directories(dir, ec);
-    mpiCheck(MPI_Barrier(world_.comm));
     if (!fs::is_directory(dir)) throw RuntimeError("it is not a folder that exists");
     const char byte = 1;
     write_durably(probe, &byte, 1, clock_);
-    fs::remove(probe);
   } catch (const RuntimeError& e) {
     problem = "checkpoint.dir '" + dir + "' is not usable on host " + world_.host + ": " + e.what();
   }
   if (const std::string first = first_problem(world_, problem); !first.empty())
     throw UsageError(first);
+
+  // Every probe is written: a rank that cannot see rank 0's sees another folder.
+  const bool sees_rank0 = fs::exists(dir + "/.preflight-rank-0", ec);
+  const std::vector<std::string> blind =
+      gather_strings_at_root(world_, sees_rank0 ? std::string() : world_.host);
+  mpiCheck(MPI_Barrier(world_.comm));
+  fs::remove(probe, ec);
+
+  CheckpointFolderFacts facts;
+  facts.path = dir;
+  facts.filesystem = filesystem_type(dir);
+  for (const std::string& host : blind)
+    if (!host.empty() && std::find(facts.blind_hosts.begin(), facts.blind_hosts.end(), host) ==
+                             facts.blind_hosts.end())
+      facts.blind_hosts.push_back(host);
+  return facts;
 }
 
 CheckpointSave CheckpointStore::save(const TrainingState& state) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "checkpoint/folder_facts.h"
 #include "checkpoint/slices.h"
 #include "kernels/compute_backend.h"
 #include "mpi/clock_sync.h"
@@ -65,8 +66,10 @@ class CheckpointStore {
   CheckpointStore(CheckpointOptions options, World world, std::string scenario_hash,
                   const AlignedClock& clock);
 
-  // Writes, fsyncs and deletes a probe file; an unusable folder is a UsageError on every rank.
-  void preflight();
+  // Collective. Every rank writes, fsyncs and deletes a probe file; an unusable folder is a
+  // UsageError on every rank. Returns the folder's filesystem and the hosts that do not share it
+  // (complete on rank 0).
+  CheckpointFolderFacts preflight();
   // Collective. Returns the figures on rank 0 (others get their own part).
   CheckpointSave save(const TrainingState& state);
   // Collective. The newest checkpoint whose every file verifies, or nullopt when none does.

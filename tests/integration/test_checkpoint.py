@@ -171,6 +171,22 @@ class Checkpoint(unittest.TestCase):
         self.assertIn("checkpoint.dir", run.stderr)
         self.assertIsNone(run.report)
 
+    def test_node_local_folder_warns_when_the_run_spans_nodes(self):
+        fs = mpirun(2, f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}")
+        self.assertEqual(fs.returncode, 0, fs)
+        facts = fs.report["context"]["checkpoint_filesystem"]
+        self.assertEqual(facts["hosts_not_sharing"], [])
+        if not facts["node_local"]:
+            self.skipTest(f"the test folder is on {facts['type']}, not a node-local filesystem")
+        self.assertFalse(any("node-local" in w for w in fs.report["context"]["warnings"]))
+        # The same folder, with the two ranks on two (pretend) nodes: warned before step 1.
+        run = mpirun(2, f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}",
+                     "--test.split_hosts=2")
+        self.assertEqual(run.returncode, 0, run)
+        warnings = run.report["context"]["warnings"]
+        self.assertTrue(any("node-local filesystem" in w and "2 nodes" in w for w in warnings),
+                        warnings)
+
     def test_resume_require_without_a_checkpoint_is_exit_2(self):
         run = self.train(1, "--resume", "require")
         self.assertEqual(run.returncode, 2, run)
