@@ -58,9 +58,9 @@ exec 3>&1
 # The stages, in order. A stage is a function stage_<name> that runs with its log on stdout and
 # ends by calling `verdict STATUS REASON`, after `fig KEY TEXT` or `fign KEY NUMBER` for each figure
 # worth reporting.
-STAGES=(environment cpu_smoke gpu_unit_tests gemm_vs_torch train_nccl_1rank train_cuda_mpi_2rank)
+STAGES=(environment cpu_smoke gpu_unit_tests gemm_vs_torch train_nccl_1rank train_cuda_mpi_2rank
+        checkpoint_resume)
 # --- Later capabilities add their stages here (function, time limit, entry in STAGES), e.g.
-#     checkpoint_resume: train with checkpoints, kill a rank, `--resume auto`, compare digests;
 #     collective_sweep:  `trainproof sweep` over NCCL on the GPU, checking algbw/busbw and `wrong`.
 declare -A STAGE_LIMIT_S=(
   [environment]=60
@@ -69,6 +69,7 @@ declare -A STAGE_LIMIT_S=(
   [gemm_vs_torch]=150
   [train_nccl_1rank]=90
   [train_cuda_mpi_2rank]=150
+  [checkpoint_resume]=150
 )
 declare -A STAGE_TITLE=(
   [environment]="GPU, driver, CUDA, NCCL, PyTorch; every bundled file's libraries resolve"
@@ -77,6 +78,7 @@ declare -A STAGE_TITLE=(
   [gemm_vs_torch]="cuBLAS GEMM rate from trainproof against torch.matmul, fp32 and bf16"
   [train_nccl_1rank]="smoke.ini, compute cuda, comm nccl, 1 rank"
   [train_cuda_mpi_2rank]="smoke.ini, compute cuda, comm mpi, 2 ranks, twice; digests agree"
+  [checkpoint_resume]="GPU state checkpointed, stopped and resumed (nccl file-per-rank sync; mpi 2 ranks shared-file async); digests match the uninterrupted run"
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -730,6 +732,66 @@ stage_train_cuda_mpi_2rank() {
   else
     verdict pass "runs agree on ${digests[0]}$([ "$cross" = true ] && echo ", and match the 1-rank NCCL run")"
   fi
+}
+
+# A run stopped after step 20 (checkpoints every 8: step 16 holds) and resumed with --resume auto
+# must end on the digest of the uninterrupted 30-step run of stage train_nccl_1rank: the device
+# state goes to the host, into HDF5, and back to the device bit-exactly. Two ways: NCCL on 1 rank
+# with sync file-per-rank checkpoints, and 2 ranks over MPI with async shared-file checkpoints.
+stage_checkpoint_resume() {
+  local name rc status=pass reason="" restored digest
+  local -a ranks_of=([0]=1 [1]=2)
+  local -a args_of=(
+    "--comm.backend=nccl"
+    "--comm.backend=mpi --checkpoint.layout=shared-file --checkpoint.async=true"
+  )
+  local i
+  for i in 0 1; do
+    name=$([ "$i" = 0 ] && echo nccl_sync || echo mpi_shared_async)
+    section "$name"
+    rm -rf "$WORK/ckpt-$name"
+    local -a cmd=(env LD_LIBRARY_PATH="$RUN_LD" "$BUNDLE/bin/mpirun" "${mpirun_flags[@]}"
+      -np "${ranks_of[$i]}" "$BUNDLE/bin/trainproof" train --scenario "$BUNDLE/scenarios/smoke.ini"
+      --compute.backend=cuda --checkpoint.dir="$WORK/ckpt-$name" --checkpoint.every=8)
+    # shellcheck disable=SC2206 # the per-case options are words on purpose
+    local -a extra=(${args_of[$i]})
+    tmo 60 "${cmd[@]}" "${extra[@]}" --train.steps=20 --report "$WORK/ckpt-$name-stop.json" \
+      >"$WORK/ckpt-$name-stop.log" 2>&1
+    rc=$?
+    cat "$WORK/ckpt-$name-stop.log"
+    if [ "$(gpu_run_status "$rc")" != pass ]; then
+      status=$(gpu_run_status "$rc")
+      reason=$(gpu_run_reason "$rc" "$WORK/ckpt-$name-stop.log" "$name, first run")
+      break
+    fi
+    tmo 60 "${cmd[@]}" "${extra[@]}" --resume auto --report "$WORK/ckpt-$name-resume.json" \
+      >"$WORK/ckpt-$name-resume.log" 2>&1
+    rc=$?
+    cat "$WORK/ckpt-$name-resume.log"
+    restored=$(py get "$WORK/ckpt-$name-resume.json" train.restored_step)
+    digest=$(py get "$WORK/ckpt-$name-resume.json" train.final_digest)
+    fign "${name}_exit" "$rc"
+    fig "${name}_restored_step" "$restored"
+    fig "${name}_digest" "$digest"
+    fig "${name}_write_gbps" "$(py get "$WORK/ckpt-$name-stop.json" checkpoint.write_gbps)"
+    fig "${name}_restore_gbps" "$(py get "$WORK/ckpt-$name-resume.json" checkpoint.restore_gbps)"
+    if [ "$rc" != 0 ]; then
+      status=fail
+      reason=$(gpu_run_reason "$rc" "$WORK/ckpt-$name-resume.log" "$name, resumed run")
+      break
+    elif [ "$restored" != 16 ]; then
+      status=fail
+      reason="$name: restored step ${restored:-none}, expected 16"
+      break
+    elif [ -n "${NCCL_DIGEST:-}" ] && [ "$digest" != "$NCCL_DIGEST" ]; then
+      status=fail
+      reason="$name: resumed digest $digest differs from the uninterrupted run's $NCCL_DIGEST"
+      break
+    fi
+    reason+="${reason:+; }$name: restored 16, digest ${digest:0:12}"
+    [ -z "${NCCL_DIGEST:-}" ] && reason+=" (no uninterrupted digest to compare)"
+  done
+  verdict "$status" "$reason"
 }
 
 # ---------------------------------------------------------------------------------------------
