@@ -114,9 +114,14 @@ json checkpoint_json(const RunRecord& run, const json& stall) {
   c["stall_s"] = stalls.empty() ? json(nullptr) : json(summary_json(summarize(stalls)));
   c["restore"] =
       run.restored
-          ? json{{"step", run.restored->step},           {"folder", run.restored->folder},
-                 {"bytes", run.restored->bytes},         {"seconds", run.restored->seconds},
-                 {"restore_gbps", run.restored->gbps()}, {"rejected", run.restored->rejected}}
+          ? json{{"step", run.restored->step},
+                 {"folder", run.restored->folder},
+                 {"bytes", run.restored->bytes},
+                 {"seconds", run.restored->seconds},
+                 {"restore_gbps", run.restored->gbps()},
+                 {"rejected", run.restored->rejected},
+                 {"rank_restore_gbps",
+                  {{"min", run.restored->rank_gbps_min}, {"max", run.restored->rank_gbps_max}}}}
           : json(nullptr);
   c["restore_gbps"] = run.restored ? json(run.restored->gbps()) : json(nullptr);
   return c;

@@ -27,6 +27,40 @@ std::string si(double value, const char* unit) {
   return suffix.empty() ? format("%.3g", value) : format("%.3g %s", value, suffix.c_str());
 }
 
+double seconds_p50(const json& summary) {
+  return summary.is_object() ? summary.at("p50").get<double>() : 0.0;
+}
+
+std::string checkpoint_lines(const json& c) {
+  std::string mode = c.at("layout").get<std::string>();
+  if (c.value("shard_optimizer", false) && mode == "file-per-rank") mode += ", sharded";
+  if (c.value("async", false)) mode += ", async";
+  std::string out;
+  const size_t saves = c.at("saves").size();
+  if (saves == 0) {
+    out += "\ncheckpoints (" + mode + "): none written\n";
+  } else {
+    out += format(
+        "\ncheckpoints (%s): %zu written, %s each; write %s/s aggregate (ranks %s/s to %s/s)\n",
+        mode.c_str(), saves, si(c.at("bytes").get<double>(), "B").c_str(),
+        si(c.at("write_gbps").get<double>() * 1e9, "B").c_str(),
+        si(c.at("rank_write_gbps").at("min").get<double>() * 1e9, "B").c_str(),
+        si(c.at("rank_write_gbps").at("max").get<double>() * 1e9, "B").c_str());
+    out += format("  per checkpoint p50: training stalled %.3f ms, commit done after %.3f ms\n",
+                  seconds_p50(c.at("stall_s")) * 1e3, seconds_p50(c.at("total_s")) * 1e3);
+  }
+  const json& r = c.at("restore");
+  if (r.is_object()) {
+    out += format("  restored step %lld from %s in %.3f s, %s/s%s\n", r.at("step").get<long long>(),
+                  r.at("folder").get<std::string>().c_str(), r.at("seconds").get<double>(),
+                  si(r.at("restore_gbps").get<double>() * 1e9, "B").c_str(),
+                  c.value("cold_read", false) ? " (cold)" : "");
+    for (const json& rejected : r.at("rejected"))
+      out += "  set aside: " + rejected.get<std::string>() + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_summary(const json& report, size_t slowest_ranks_shown) {
@@ -73,6 +107,8 @@ std::string render_summary(const json& report, size_t slowest_ranks_shown) {
       100.0 * train.at("achieved_vs_gemm_rate").get<double>(),
       si(train.at("gemm_rate_flops").get<double>(), "FLOP/s").c_str());
 
+  if (report.contains("checkpoint")) out += checkpoint_lines(report.at("checkpoint"));
+
   std::vector<json> ranks(report.at("ranks").begin(), report.at("ranks").end());
   std::stable_sort(ranks.begin(), ranks.end(), [](const json& a, const json& b) {
     return a.at("straggler_score").get<double>() < b.at("straggler_score").get<double>();
@@ -100,7 +136,7 @@ std::string render_summary(const json& report, size_t slowest_ranks_shown) {
   out += any ? "\n" : " none\n";
 
   if (!ctx.at("warnings").empty()) {
-    out += "\ntiming warnings:\n";
+    out += "\nwarnings:\n";
     for (const json& w : ctx.at("warnings")) out += "  - " + w.get<std::string>() + "\n";
   }
 

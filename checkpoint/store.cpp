@@ -525,6 +525,12 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
       assemble(world_, mine, total, with_moment2 != 0, state);
     }
     double slowest = clock_.local_now() - start;
+    double rank_gbps[2] = {0, 0};  // min as -max, so one MPI_MAX reduction gives both
+    rank_gbps[0] = slowest > 0 ? -double(bytes) / slowest / 1e9 : 0.0;
+    rank_gbps[1] = -rank_gbps[0];
+    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, rank_gbps, 2, MPI_DOUBLE, MPI_MAX, world_.comm));
+    result.rank_gbps_min = -rank_gbps[0];
+    result.rank_gbps_max = rank_gbps[1];
     mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, world_.comm));
     mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_UINT64_T, MPI_SUM, world_.comm));
     result.step = state.step;

@@ -54,9 +54,10 @@ struct CheckpointSave {
 struct CheckpointRestore {
   int64_t step = 0;
   std::string folder;
-  uint64_t bytes = 0;                 // all ranks
-  double seconds = 0;                 // slowest rank: read, verify, decode, assemble
-  std::vector<std::string> rejected;  // folders renamed *.corrupt, with the reason
+  uint64_t bytes = 0;                           // all ranks
+  double seconds = 0;                           // slowest rank: read, verify, decode, assemble
+  double rank_gbps_min = 0, rank_gbps_max = 0;  // each rank's bytes over its own seconds
+  std::vector<std::string> rejected;            // folders renamed *.corrupt, with the reason
   double gbps() const { return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0; }
 };
 

@@ -110,4 +110,42 @@ TEST(Report, SummaryMatchesGolden) {
   EXPECT_EQ(text, golden.str());
 }
 
+TEST(Report, SummaryWithCheckpointsMatchesGolden) {
+  tp::RunRecord run = sample_run();
+  run.config.checkpoint_dir = "ckpt";
+  run.config.checkpoint_every = 4;
+  run.config.checkpoint_layout = "shared-file";
+  run.config.checkpoint_async = true;
+  for (int64_t step : {8, 12}) {
+    tp::CheckpointSave save;
+    save.step = step;
+    save.bytes = 400000000;
+    save.first_start = 10.0;
+    save.last_end = 10.5;  // 0.8 GB/s aggregate
+    save.rank_gbps = {0.19, 0.21, 0.2, 0.2};
+    save.total_s = 0.75;
+    save.stall_s = 0.002;
+    run.saves.push_back(save);
+  }
+  tp::CheckpointRestore restored;
+  restored.step = 4;
+  restored.folder = "ckpt/step-00000004";
+  restored.bytes = 400000000;
+  restored.seconds = 0.25;
+  restored.rejected = {"ckpt/step-00000008: ckpt/step-00000008/state.h5 has 10 bytes"};
+  run.restored = restored;
+  const json report = tp::build_report(run);
+  EXPECT_EQ(report["checkpoint"]["layout"], "shared-file");
+  EXPECT_NEAR(report["checkpoint"]["write_gbps"].get<double>(), 0.8, 1e-9);
+  EXPECT_NEAR(report["checkpoint"]["restore_gbps"].get<double>(), 1.6, 1e-9);
+  const std::string text = tp::render_summary(report);
+  const std::string path = std::string(TRAINPROOF_TEST_DATA) + "/summary-checkpoints.golden";
+  if (std::getenv("TRAINPROOF_UPDATE_GOLDEN")) std::ofstream(path) << text;
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing " << path;
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(text, golden.str());
+}
+
 }  // namespace
