@@ -10,7 +10,7 @@
 namespace tp {
 namespace {
 
-const char* const kSubcommands = "train, report";
+const char* const kSubcommands = "train, drill, report";
 
 po::options_description registry() {
   // clang-format off
@@ -94,8 +94,11 @@ po::options_description registry() {
 
   po::options_description watchdog("Watchdog");
   watchdog.add_options()
-      ("watchdog.timeout_s", po::value<double>()->default_value(600.0),
-       "a collective (or NCCL set-up) taking longer is aborted (ncclCommAbort) and the run exits 3")
+      ("watchdog.timeout_s", po::value<double>()->default_value(0.0),
+       "a rank whose heartbeat has not moved for this long aborts the job (exit 3), naming the "
+       "ranks that did not arrive in abort.json; NCCL communicators are aborted "
+       "(ncclCommAbort). 0: auto, 25 times the slowest warm-up step and at least 30 s (600 s "
+       "until the warm-up is done); checkpoints and set-up get 10 times the timeout")
       ("watchdog.dir", po::value<std::string>()->default_value(""),
        "folder all ranks can write for per-rank heartbeats and abort.json; "
        "empty: trainproof-heartbeats/ beside the report");
@@ -103,6 +106,23 @@ po::options_description registry() {
   po::options_description faults("Faults");
   faults.add_options()
       ("fault", po::value<std::vector<std::string>>()->value_name("SPEC"), fault_help().c_str());
+
+  po::options_description drill("Drill (trainproof drill)");
+  drill.add_options()
+      ("launcher", po::value<std::string>()->default_value(""),
+       "the command that starts the ranks, before the trainproof binary: \"mpirun -np 4\", or "
+       "inside a Slurm allocation \"srun --mpi=pmix\"")
+      ("drill.max_restarts", po::value<int>()->default_value(3),
+       "relaunches with --resume auto after failures before the drill gives up")
+      ("drill.reference_digest", po::value<std::string>()->default_value(""),
+       "the final digest of a fault-free run of the same scenario; empty: run the reference first")
+      ("drill.external_kill", po::value<bool>()->default_value(false),
+       "the drill SIGKILLs one rank's process from outside at a step drawn from drill.seed (local "
+       "host only; under Slurm, scancel --signal=KILL the step instead)")
+      ("drill.seed", po::value<uint64_t>()->default_value(0),
+       "seed of the drill's own draws (external kill); 0: from the clock. Printed for replay")
+      ("drill.run_timeout_s", po::value<double>()->default_value(1800.0),
+       "a launch still running after this long is killed (the watchdog should act first)");
 
   po::options_description test("Testing hooks (for the test suite; never in a real run)");
   test.add_options()
@@ -132,6 +152,7 @@ po::options_description registry() {
       .add(checkpoint)
       .add(watchdog)
       .add(faults)
+      .add(drill)
       .add(test);
   return all;
 }
@@ -186,7 +207,7 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   int first = 1;
   if (argc > 1 && argv[1][0] != '-') {
     inv.subcommand = argv[1];
-    if (inv.subcommand != "train" && inv.subcommand != "report")
+    if (inv.subcommand != "train" && inv.subcommand != "report" && inv.subcommand != "drill")
       throw UsageError("unknown subcommand '" + inv.subcommand + "' (known: " + kSubcommands + ")");
     first = 2;
   }
@@ -213,8 +234,8 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   if (inv.subcommand.empty())
     throw UsageError(std::string("no subcommand given (known: ") + kSubcommands +
                      "); see trainproof --help");
-  if (inv.subcommand == "train" && !inv.positional.empty())
-    throw UsageError("train takes no operands, got '" + inv.positional.front() + "'");
+  if (inv.subcommand != "report" && !inv.positional.empty())
+    throw UsageError(inv.subcommand + " takes no operands, got '" + inv.positional.front() + "'");
 
   if (inv.options.count("scenario")) {
     inv.scenario_path = inv.options["scenario"].as<std::string>();
@@ -238,6 +259,9 @@ std::string help_text(const std::string& subcommand) {
            "usage: trainproof SUBCOMMAND [options]\n"
            "  train    run synthetic data-parallel training steps with real collectives, time\n"
            "           data, compute and communication on every rank, and write a JSON report\n"
+           "  drill    recovery drill: launch train with faults, relaunch with --resume auto "
+           "after\n"
+           "           each failure, and prove the final state bit-identical to a reference run\n"
            "  report   print the summary of an existing JSON report: trainproof report FILE\n\n"
            "Launch train with mpirun or srun, one rank per device or core set. Every option can\n"
            "also be set in a scenario file: [train] steps = 100 is --train.steps=100.\n"
@@ -245,6 +269,14 @@ std::string help_text(const std::string& subcommand) {
   } else if (subcommand == "train") {
     out << "usage: mpirun -np N trainproof train [--scenario FILE] [options]\n"
            "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
+  } else if (subcommand == "drill") {
+    out << "usage: trainproof drill --launcher \"mpirun -np N\" [--scenario FILE] [options]\n"
+           "Not an MPI rank: runs the launcher itself. A reference run, then the run with the\n"
+           "--fault specs, relaunched with --resume auto after each failure (each fault fires\n"
+           "once), then the final digest compared with the reference. Every training option is\n"
+           "forwarded to each run. Needs checkpoint.dir and checkpoint.every; the runs use\n"
+           "checkpoint.dir/drill-<time>-<pid>/. Writes --report (the final run's report with a\n"
+           "drill section) and prints a drill summary. See docs/drills.md.\n";
   } else {
     out << "usage: trainproof report FILE\n"
            "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
@@ -295,7 +327,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   c.comm_backend = one_of(vm, "comm.backend", {"auto", "mpi", "nccl"});
   c.bucket_mb = in_range(vm, "comm.bucket_mb", 0.0, 1e6, true);
   c.overlap = vm["comm.overlap"].as<bool>();
-  c.watchdog_timeout_s = in_range(vm, "watchdog.timeout_s", 0.0, 1e7, true);
+  c.watchdog_timeout_s = in_range(vm, "watchdog.timeout_s", 0.0, 1e7, false);
   c.watchdog_dir = vm["watchdog.dir"].as<std::string>();
   c.resume = one_of(vm, "resume", {"none", "auto", "require"});
   c.checkpoint_dir = vm["checkpoint.dir"].as<std::string>();

@@ -6,6 +6,7 @@
 
 #include "app/build_info.h"
 #include "app/cli.h"
+#include "app/drill_command.h"
 #include "app/train_command.h"
 #include "common/errors.h"
 
@@ -35,9 +36,14 @@ int main(int argc, char** argv) {
       return tp::kExitPass;
     }
     if (inv.subcommand == "report") return tp::run_report(inv);
+    if (inv.subcommand == "drill") return tp::run_drill(inv);
     return tp::run_train(inv);
   } catch (const tp::UsageError& e) {
     if (is_launch_rank_zero()) std::fprintf(stderr, "trainproof: error: %s\n", e.what());
     return tp::kExitUsage;
+  } catch (const std::exception& e) {
+    // train handles its own runtime errors (it must abort its peers); this is drill and report.
+    std::fprintf(stderr, "trainproof: error: %s\n", e.what());
+    return tp::kExitRuntime;
   }
 }

@@ -256,6 +256,7 @@ json build_report(const RunRecord& run) {
   const int64_t first_step = run.restored ? run.restored->step + 1 : 1;
   train["steps_completed"] = first_step - 1 + run.steps_run;
   train["steps_run"] = run.steps_run;
+  train["first_step_end_unix"] = run.first_step_end_unix;
   train["restored_step"] = run.restored ? json(run.restored->step) : json(nullptr);
   train["preempted"] =
       run.preempted ? json{{"signal", run.preempted->first}, {"after_step", run.preempted->second}}

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include "mpi/world.h"
 #include "train/preemption.h"
 #include "train/step_loop.h"
+#include "train/watchdog.h"
 
 namespace tp {
 namespace {
@@ -147,7 +149,9 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
     return write_abort_record(dir, what, all[rank], Heartbeat::behind(all, all[rank]));
   };
   if (use_nccl)
-    b.comm = b.gpu->make_nccl(world, *b.compute, cfg.watchdog_timeout_s, name_missing);
+    b.comm =
+        b.gpu->make_nccl(world, *b.compute,
+                         cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s : 600.0, name_missing);
   else if (use_cuda)
     b.comm = b.gpu->stage_through_host(make_mpi_collective(world, oversubscribed), *b.compute);
   else
@@ -334,7 +338,26 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   }
   if (const std::string first = first_problem(world, problem); !first.empty())
     throw UsageError(first);
-  validate_faults(cfg.faults, world.size, cfg.steps);
+  for (FaultSpec& f : cfg.faults) {
+    if (f.kind == FaultSpec::Kind::corrupt)
+      throw UsageError("--fault '" + f.text +
+                       "': corrupt damages a checkpoint between runs, so only trainproof drill "
+                       "applies it");
+    if (f.kind == FaultSpec::Kind::random) {
+      const std::string seed = f.text;
+      f = resolve_random(f, world.size, cfg.steps,
+                         cfg.checkpoint_dir.empty() ? 0 : cfg.checkpoint_every);
+      if (world.rank == 0) spdlog::warn("fault {} drew {}", seed, f.text);
+    }
+    const bool needs_checkpoints =
+        f.kind == FaultSpec::Kind::kill && f.phase.rfind("ckpt-", 0) == 0;
+    if (needs_checkpoints && cfg.checkpoint_dir.empty())
+      throw UsageError("--fault '" + f.text + "': " + f.phase + " needs checkpoint.dir");
+  }
+  validate_faults(cfg.faults, world.size, cfg.steps,
+                  cfg.checkpoint_dir.empty() ? 0 : cfg.checkpoint_every);
+  // Every backend is watched: a rank that stops moving is named from the heartbeats.
+  const Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps);
   if (cfg.model.global_batch < world.size)
     throw UsageError("model.batch=" + std::to_string(cfg.model.global_batch) +
                      " is smaller than the world size " + std::to_string(world.size) +
@@ -417,7 +440,10 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   mpiCheck(MPI_Barrier(world.comm));
 
   SyntheticBatchSource source(cfg.model, share, cfg.seed);
-  FaultInjector faults(cfg.faults, world.rank);
+  FaultInjector faults(cfg.faults, world.rank, world.host, heartbeat->dir());
+  if (store)
+    store->set_fault_hook(
+        [&faults](int64_t step, const char* point) { faults.at_checkpoint(step, point); });
   StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, source, faults, *heartbeat,
                 clock);
   // Async checkpoints: the writer thread has its own communicator and store, so its collectives
@@ -429,6 +455,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     mpiCheck(MPI_Comm_dup(world.comm, &writer_world.comm));
     writer_store = std::make_unique<CheckpointStore>(checkpoint_options(cfg), writer_world,
                                                      scenario_hash(cfg), clock);
+    writer_store->set_fault_hook(
+        [&faults](int64_t step, const char* point) { faults.at_checkpoint(step, point); });
     writer = std::make_unique<AsyncCheckpointWriter>(*writer_store);
   }
   std::vector<CheckpointSave> saves;
@@ -460,7 +488,29 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   // committed checkpoint of that step. The agreement costs one small allreduce per step.
   std::optional<std::pair<int, int64_t>> preempted;  // signal, step
   if (store) install_preemption_handlers();
+  // Rank 0 leaves the run's progress beside the heartbeats, where a drill reads it even when the
+  // run dies later: what it restored, and when its first step completed (the end of an RTO).
+  const auto write_progress = [&](double first_step_end_unix) {
+    if (world.rank != 0) return;
+    const json progress{{"restored_step", restored ? json(restored->step) : json(nullptr)},
+                        {"restore_seconds", restored ? json(restored->seconds) : json(nullptr)},
+                        {"restore_gbps", restored ? json(restored->gbps()) : json(nullptr)},
+                        {"first_step_end_unix",
+                         first_step_end_unix > 0 ? json(first_step_end_unix) : json(nullptr)}};
+    const std::string path = heartbeat->dir() + "/progress.json";
+    std::ofstream(path + ".tmp") << progress.dump() << '\n';
+    std::error_code ec;
+    fs::rename(path + ".tmp", path, ec);
+  };
+  write_progress(0);
+  bool first_step_recorded = false;
   const StopHook stop = [&](int64_t step) {
+    if (!first_step_recorded) {
+      first_step_recorded = true;
+      write_progress(
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count());
+    }
     if (!store) return false;
     int signal = preemption_signal();
     mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &signal, 1, MPI_INT, MPI_MAX, world.comm));
@@ -506,6 +556,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     RunRecord run;
     run.config = cfg;
     run.steps_run = result.steps_run;
+    run.first_step_end_unix = result.first_step_end_unix;
     run.restored = restored;
     if (preempted) run.preempted = {signal_name(preempted->first), preempted->second};
     run.saves = saves;

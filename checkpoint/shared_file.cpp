@@ -125,13 +125,15 @@ std::string read_string_attribute(hid_t file, const char* name, const std::strin
 }  // namespace
 
 double write_shared_checkpoint(const std::string& path, MPI_Comm comm, const TrainingState& mine,
-                               Slice slice, const CheckpointMeta& meta) {
+                               Slice slice, const CheckpointMeta& meta,
+                               const std::function<void()>& midway) {
   std::lock_guard<std::mutex> guard(hdf5_lock());
   Handle fapl{mpio_access(comm), H5Pclose};
   Handle dxpl{collective_transfer(), H5Pclose};
   Handle file{H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id), H5Fclose};
   check(file.id >= 0, "cannot create " + path);
   write_slab(file.id, "params", meta.total_elements, slice, mine.params, dxpl.id);
+  if (midway) midway();
   write_slab(file.id, "moment1", meta.total_elements, slice, mine.moment1, dxpl.id);
   write_slab(file.id, "moment2", mine.moment2.empty() ? 0 : meta.total_elements,
              mine.moment2.empty() ? Slice{} : slice, mine.moment2, dxpl.id);

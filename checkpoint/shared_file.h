@@ -4,6 +4,7 @@
 // writes and reads back only its own slice of them as a hyperslab.
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 
 #include "checkpoint/slices.h"
@@ -14,8 +15,10 @@ namespace tp {
 // Collective over `comm`. `mine` holds this rank's `slice` of every tensor; `meta.total_elements`
 // is the full tensor length. The data is flushed (MPI_File_sync) before this returns; the result
 // is the seconds that flush took.
+// `midway` runs after the first dataset's slab is written (where a ckpt-write fault strikes).
 double write_shared_checkpoint(const std::string& path, MPI_Comm comm, const TrainingState& mine,
-                               Slice slice, const CheckpointMeta& meta);
+                               Slice slice, const CheckpointMeta& meta,
+                               const std::function<void()>& midway = {});
 
 // Collective over `comm`. Reads this rank's `slice` of every tensor into `mine` and the file's
 // attributes into `meta`. A damaged file throws RuntimeError naming `path`; every rank still

@@ -47,15 +47,22 @@ void fsync_path(const std::string& path, int flags) {
   if (rc != 0) throw RuntimeError("fsync '" + path + "': " + std::strerror(errno));
 }
 
-// One write and one fsync; returns the fsync seconds.
+// One write and one fsync; returns the fsync seconds. `midway`, when set, runs once half of the
+// bytes are written (where a ckpt-write fault strikes).
 double write_durably(const std::string& path, const void* data, size_t size,
-                     const AlignedClock& clock) {
+                     const AlignedClock& clock, const std::function<void()>& midway = {}) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw RuntimeError("cannot create '" + path + "': " + std::strerror(errno));
   const auto* bytes = static_cast<const char*>(data);
   size_t done = 0;
+  bool midway_done = !midway;
   while (done < size) {
-    const ssize_t n = ::write(fd, bytes + done, size - done);
+    if (!midway_done && done >= size / 2) {
+      midway();
+      midway_done = true;
+    }
+    const size_t limit = midway_done ? size : size / 2;
+    const ssize_t n = ::write(fd, bytes + done, limit - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string why = std::strerror(errno);
@@ -183,6 +190,10 @@ CheckpointStore::CheckpointStore(CheckpointOptions options, World world, std::st
       scenario_hash_(std::move(scenario_hash)),
       clock_(clock) {}
 
+void CheckpointStore::fault_point(int64_t step, const char* point) const {
+  if (fault_hook_) fault_hook_(step, point);
+}
+
 bool CheckpointStore::sliced() const {
   return options_.layout == CheckpointLayout::shared_file || options_.shard_optimizer;
 }
@@ -251,8 +262,8 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     // measures storage rather than the skew of the ranks' encoding.
     mpiCheck(MPI_Barrier(world_.comm));
     start = clock_.now();
-    fsync_s =
-        write_durably(partial + "/" + rank_file(world_.rank), image.data(), image.size(), clock_);
+    fsync_s = write_durably(partial + "/" + rank_file(world_.rank), image.data(), image.size(),
+                            clock_, [&] { fault_point(state.step, "ckpt-write"); });
     end = clock_.now();
   } else {
     const TrainingState mine = cut(state, slice);
@@ -261,7 +272,8 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     const std::string path = partial + "/" + kSharedFile;
     mpiCheck(MPI_Barrier(world_.comm));
     start = clock_.now();
-    fsync_s = write_shared_checkpoint(path, world_.comm, mine, slice, meta);
+    fsync_s = write_shared_checkpoint(path, world_.comm, mine, slice, meta,
+                                      [&] { fault_point(state.step, "ckpt-write"); });
     // MPI_File_sync made the data durable; this rank's own fsync also covers a filesystem whose
     // MPI-IO driver buffers on the client until close.
     fsync_path(path, O_RDONLY);
@@ -270,6 +282,7 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
                   bytes, end - start, fsync_s);
   }
 
+  if (world_.rank != 0) fault_point(state.step, "ckpt-commit");
   const std::vector<double> figures = gather_at_root(
       world_, {double(bytes), start, end, fsync_s, double(slice.begin), double(slice.end)});
   const std::vector<std::string> checksums = gather_strings_at_root(world_, checksum);
@@ -317,6 +330,7 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     const std::string text = manifest.dump(2) + "\n";
     write_durably(partial + "/MANIFEST.json", text.data(), text.size(), clock_);
     fsync_path(partial, O_RDONLY | O_DIRECTORY);
+    fault_point(state.step, "ckpt-commit");
     // A fresh run over an old folder commits a step that exists already: the old copy is moved
     // aside, not deleted, until the new one is in place.
     const std::string replaced = final_dir + ".replaced";

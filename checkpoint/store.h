@@ -8,6 +8,7 @@
 // one is committed. Restore verifies every byte it uses before any of it reaches the state, and
 // falls back past damage.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,9 +82,16 @@ class CheckpointStore {
   // Newest committed step in the folder (rank 0's view), or 0.
   int64_t newest_committed() const;
   const CheckpointOptions& options() const { return options_; }
+  // Called at "ckpt-write" (midway through this rank's data) and "ckpt-commit" (data durable,
+  // checksum not yet reported; on rank 0, manifest written and rename not yet done): the points
+  // where a drill's kill faults strike.
+  void set_fault_hook(std::function<void(int64_t step, const char* point)> hook) {
+    fault_hook_ = std::move(hook);
+  }
 
  private:
   bool sliced() const;
+  void fault_point(int64_t step, const char* point) const;
   // Read and verify this rank's part of a checkpoint into `mine`; "" or what is wrong.
   std::string read_rank_file(const std::string& folder, const nlohmann::json& manifest, Slice slice,
                              TrainingState& mine, uint64_t& bytes) const;
@@ -96,6 +104,7 @@ class CheckpointStore {
   World world_;
   std::string scenario_hash_;
   const AlignedClock& clock_;
+  std::function<void(int64_t, const char*)> fault_hook_;
 };
 
 }  // namespace tp

@@ -1,7 +1,15 @@
 #include "train/faults.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/errors.h"
@@ -66,6 +74,48 @@ int64_t parse_integer(const std::string& text, const std::string& key, const std
 
 }  // namespace
 
+const std::vector<std::string>& kill_phases() {
+  static const std::vector<std::string> phases = {"data",      "compute",    "comm",
+                                                  "optimizer", "ckpt-write", "ckpt-commit"};
+  return phases;
+}
+
+namespace {
+
+bool is_checkpoint_phase(const std::string& phase) {
+  return phase.rfind("ckpt-", 0) == 0;
+}
+
+// rank, step and phase of a kill or hang; the phase defaults to compute.
+void parse_victim(FaultSpec& spec, std::map<std::string, std::string>& fields,
+                  const std::string& text, const std::string& kind, bool checkpoint_phases) {
+  for (const auto& [key, value] : fields) {
+    if (key == "rank") {
+      spec.rank = int(parse_integer(text, key, value, 0));
+    } else if (key == "step") {
+      spec.step = parse_integer(text, key, value, 1);
+    } else if (key == "phase") {
+      const auto& all = kill_phases();
+      const bool known = std::find(all.begin(), all.end(), value) != all.end() &&
+                         (checkpoint_phases || !is_checkpoint_phase(value));
+      if (!known)
+        throw UsageError("--fault '" + text + "': phase '" + value + "' is not one of: " +
+                         (checkpoint_phases
+                              ? "data, compute, comm, optimizer, ckpt-write, ckpt-commit"
+                              : "data, compute, comm, optimizer"));
+      spec.phase = value;
+    } else {
+      throw UsageError("--fault '" + text + "': unknown key '" + key + "' for " + kind +
+                       " (rank, step, phase)");
+    }
+  }
+  if (!fields.count("rank") || !fields.count("step"))
+    throw UsageError("--fault '" + text + "': " + kind + " needs rank=R and step=S");
+  if (spec.phase.empty()) spec.phase = "compute";
+}
+
+}  // namespace
+
 FaultSpec parse_fault(const std::string& text) {
   const size_t colon = text.find(':');
   const std::string kind = text.substr(0, colon);
@@ -74,6 +124,7 @@ FaultSpec parse_fault(const std::string& text) {
   auto fields = parse_fields(text, text.substr(colon + 1));
   FaultSpec spec;
   spec.text = text;
+  spec.origin = text;
   if (kind == "slow") {
     spec.kind = FaultSpec::Kind::slow;
     for (const auto& [key, value] : fields) {
@@ -92,7 +143,42 @@ FaultSpec parse_fault(const std::string& text) {
     if (spec.ms <= 0) throw UsageError("--fault '" + text + "': ms must be > 0");
     return spec;
   }
-  throw UsageError("--fault '" + text + "': unknown fault kind '" + kind + "' (known: slow)");
+  if (kind == "kill" || kind == "hang") {
+    spec.kind = kind == "kill" ? FaultSpec::Kind::kill : FaultSpec::Kind::hang;
+    parse_victim(spec, fields, text, kind, kind == "kill");
+    return spec;
+  }
+  if (kind == "corrupt") {
+    spec.kind = FaultSpec::Kind::corrupt;
+    spec.mode = "flip";
+    spec.rank = 0;
+    for (const auto& [key, value] : fields) {
+      if (key == "shard") {
+        spec.rank = int(parse_integer(text, key, value, 0));
+      } else if (key == "mode") {
+        if (value != "flip" && value != "truncate" && value != "delete")
+          throw UsageError("--fault '" + text + "': mode '" + value +
+                           "' is not one of: flip, truncate, delete");
+        spec.mode = value;
+      } else {
+        throw UsageError("--fault '" + text + "': unknown key '" + key +
+                         "' for corrupt (shard, mode)");
+      }
+    }
+    return spec;
+  }
+  if (kind == "random") {
+    spec.kind = FaultSpec::Kind::random;
+    for (const auto& [key, value] : fields) {
+      if (key != "seed")
+        throw UsageError("--fault '" + text + "': unknown key '" + key + "' for random (seed)");
+      spec.seed = uint64_t(parse_integer(text, key, value, 0));
+    }
+    if (!fields.count("seed")) throw UsageError("--fault '" + text + "': random needs seed=N");
+    return spec;
+  }
+  throw UsageError("--fault '" + text + "': unknown fault kind '" + kind +
+                   "' (known: slow, kill, hang, corrupt, random)");
 }
 
 std::vector<FaultSpec> parse_faults(const std::vector<std::string>& texts) {
@@ -101,8 +187,15 @@ std::vector<FaultSpec> parse_faults(const std::vector<std::string>& texts) {
   return faults;
 }
 
-void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps) {
+void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps,
+                     int64_t checkpoint_every) {
   for (const auto& f : faults) {
+    if (f.kind == FaultSpec::Kind::kill && is_checkpoint_phase(f.phase) && f.step &&
+        (checkpoint_every <= 0 || *f.step % checkpoint_every != 0))
+      throw UsageError(
+          "--fault '" + f.text + "': step " + std::to_string(*f.step) +
+          " takes no checkpoint (checkpoint.every=" + std::to_string(checkpoint_every) + "), so " +
+          f.phase + " can never fire there");
     if (f.rank >= world_size)
       throw UsageError("--fault '" + f.text + "': rank " + std::to_string(f.rank) +
                        " does not exist in a world of " + std::to_string(world_size) +
@@ -114,15 +207,111 @@ void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64
   }
 }
 
-std::string fault_help() {
-  return "inject a fault; repeatable. A fault that can never fire is an error.\n"
-         "  slow:rank=R,ms=M[,step=S]  rank R spends M more milliseconds in compute on every step\n"
-         "                             (or only step S): a straggler the report must flag";
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 
-FaultInjector::FaultInjector(std::vector<FaultSpec> faults, int rank) {
+}  // namespace
+
+FaultSpec resolve_random(const FaultSpec& random, int world_size, int64_t steps,
+                         int64_t checkpoint_every) {
+  uint64_t state = random.seed;
+  std::vector<std::string> phases;
+  for (const auto& p : kill_phases())
+    if (!is_checkpoint_phase(p) || (checkpoint_every > 0 && steps >= checkpoint_every))
+      phases.push_back(p);
+  FaultSpec kill;
+  kill.kind = FaultSpec::Kind::kill;
+  kill.rank = int(splitmix64(state) % uint64_t(world_size));
+  kill.phase = phases[splitmix64(state) % phases.size()];
+  if (is_checkpoint_phase(kill.phase))
+    kill.step =
+        checkpoint_every * int64_t(1 + splitmix64(state) % uint64_t(steps / checkpoint_every));
+  else
+    kill.step = int64_t(1 + splitmix64(state) % uint64_t(steps));
+  kill.origin = random.origin;
+  kill.text = "kill:rank=" + std::to_string(kill.rank) + ",step=" + std::to_string(*kill.step) +
+              ",phase=" + kill.phase;
+  return kill;
+}
+
+std::string fault_help() {
+  return "inject a fault; repeatable. A fault that can never fire is an error.\n"
+         "  slow:rank=R,ms=M[,step=S]   rank R spends M more milliseconds in compute on every\n"
+         "                              step (or only step S): a straggler the report must flag\n"
+         "  kill:rank=R,step=S[,phase=P] rank R SIGKILLs itself on entering phase P (data,\n"
+         "                              compute (default), comm, optimizer) of step S, or in the\n"
+         "                              checkpoint of step S: ckpt-write (midway through its\n"
+         "                              data), ckpt-commit (files durable, checksum not yet\n"
+         "                              reported; on rank 0 before the rename)\n"
+         "  hang:rank=R,step=S[,phase=P] rank R stops responding there; the watchdog must abort\n"
+         "                              the job and name it (watchdog.timeout_s)\n"
+         "  corrupt:[shard=R,][mode=M]  trainproof drill damages the newest committed checkpoint\n"
+         "                              before a relaunch restores it: rank R's file (default 0;\n"
+         "                              the shared file) gets a flipped byte (flip, default), is\n"
+         "                              truncated (truncate) or deleted (delete)\n"
+         "  random:seed=N               one kill at a rank, step and phase drawn from seed N";
+}
+
+std::vector<FiredFault> read_fired_faults(const std::string& dir) {
+  std::vector<FiredFault> fired;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("fault-rank-", 0) != 0 || entry.path().extension() != ".json") continue;
+    try {
+      std::ifstream in(entry.path());
+      const nlohmann::json j = nlohmann::json::parse(in);
+      fired.push_back({j.at("fault"), j.at("origin"), j.at("kind"), j.at("phase"), j.at("host"),
+                       j.at("rank"), j.at("step"), j.at("unix_time")});
+    } catch (const std::exception&) {
+      // A record cut short by the kill itself is no evidence; it is skipped.
+    }
+  }
+  std::sort(fired.begin(), fired.end(),
+            [](const FiredFault& a, const FiredFault& b) { return a.unix_time < b.unix_time; });
+  return fired;
+}
+
+FaultInjector::FaultInjector(std::vector<FaultSpec> faults, int rank, std::string host,
+                             std::string record_dir)
+    : host_(std::move(host)), record_dir_(std::move(record_dir)), rank_(rank) {
   for (auto& f : faults)
-    if (f.rank == rank) mine_.push_back(std::move(f));
+    if (f.rank == rank && (f.kind == FaultSpec::Kind::slow || f.kind == FaultSpec::Kind::kill ||
+                           f.kind == FaultSpec::Kind::hang))
+      mine_.push_back(std::move(f));
+}
+
+void FaultInjector::fire(const FaultSpec& fault, int64_t step, const std::string& phase) {
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const nlohmann::json record{{"fault", fault.text},
+                              {"origin", fault.origin},
+                              {"kind", fault.kind == FaultSpec::Kind::kill ? "kill" : "hang"},
+                              {"rank", rank_},
+                              {"host", host_},
+                              {"step", step},
+                              {"phase", phase},
+                              {"unix_time", now}};
+  const std::string path = record_dir_ + "/fault-rank-" + std::to_string(rank_) + ".json";
+  const std::string text = record.dump() + "\n";
+  const int fd = ::open((path + ".tmp").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    [[maybe_unused]] const ssize_t n = ::write(fd, text.data(), text.size());
+    ::fsync(fd);
+    ::close(fd);
+    std::rename((path + ".tmp").c_str(), path.c_str());
+  }
+  if (fault.kind == FaultSpec::Kind::kill) {
+    std::raise(SIGKILL);
+  }
+  // A hang: this thread never returns; the watchdog (another thread, another rank) must act.
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 void FaultInjector::at(int64_t step, Phase phase) {
@@ -133,8 +322,20 @@ void FaultInjector::at(int64_t step, Phase phase) {
         if (phase == Phase::compute)
           std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(f.ms));
         break;
+      case FaultSpec::Kind::kill:
+      case FaultSpec::Kind::hang:
+        if (f.phase == phase_name(phase)) fire(f, step, f.phase);
+        break;
+      case FaultSpec::Kind::corrupt:
+      case FaultSpec::Kind::random:
+        break;
     }
   }
+}
+
+void FaultInjector::at_checkpoint(int64_t step, const char* point) {
+  for (const auto& f : mine_)
+    if (f.kind == FaultSpec::Kind::kill && f.step == step && f.phase == point) fire(f, step, point);
 }
 
 }  // namespace tp

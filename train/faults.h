@@ -1,7 +1,9 @@
 #pragma once
 // Fault injection. Every fault kind is parsed from one spec syntax, `kind:key=value,...`, and fires
 // through one hook, FaultInjector::at(step, phase), which the step loop calls at each phase
-// boundary. New kinds (kill, hang, corrupt) add a parser branch and a case in at().
+// boundary and the checkpoint store at its two checkpoint points. Before a kill or hang takes
+// effect the victim writes a fired-fault record (fault-rank-R.json) beside its heartbeat, so a
+// drill knows when and where it fired; where a hang is *detected* comes from heartbeats only.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,32 +15,66 @@ enum class Phase { data, compute, comm, optimizer };
 const char* phase_name(Phase phase);
 
 struct FaultSpec {
-  enum class Kind { slow } kind = Kind::slow;
-  std::string text;  // as given, for messages and the report
+  // random is resolved into a kill (resolve_random) before anything runs; corrupt is applied by
+  // `trainproof drill` to a checkpoint between runs, never inside one.
+  enum class Kind { slow, kill, hang, corrupt, random } kind = Kind::slow;
+  std::string text;    // as given (a drawn kill: as drawn), for messages and the report
+  std::string origin;  // the spec as the user gave it: text, or the random:seed=N it was drawn from
   int rank = -1;
   std::optional<int64_t> step;  // unset: every step
   double ms = 0.0;
+  std::string
+      phase;         // kill: data|compute|comm|optimizer|ckpt-write|ckpt-commit; hang: a step phase
+  std::string mode;  // corrupt: flip|truncate|delete
+  uint64_t seed = 0;  // random
 };
+
+// The phases a kill can name, in the order they happen within a step.
+const std::vector<std::string>& kill_phases();
 
 // Throws UsageError naming the spec and the offending key or value.
 FaultSpec parse_fault(const std::string& text);
 std::vector<FaultSpec> parse_faults(const std::vector<std::string>& texts);
-// Throws UsageError for a fault that can never fire in this run: a rank outside the world, or a
-// step beyond the last one.
-void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps);
+// Throws UsageError for a fault that can never fire in this run: a rank outside the world, a step
+// beyond the last one, or a checkpoint phase at a step that takes no checkpoint.
+void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps,
+                     int64_t checkpoint_every);
+// The kill a `random:seed=N` fault stands for: rank, step and phase drawn from the seed, among
+// those that can fire in this run. Deterministic, so a failure replays from its seed.
+FaultSpec resolve_random(const FaultSpec& random, int world_size, int64_t steps,
+                         int64_t checkpoint_every);
 
 // The text shown under --help for --fault.
 std::string fault_help();
 
+// A fired kill or hang, as its victim recorded it.
+struct FiredFault {
+  std::string text, origin, kind, phase, host;
+  int rank = -1;
+  int64_t step = 0;
+  double unix_time = 0;
+};
+// Every fault-rank-*.json in `dir`.
+std::vector<FiredFault> read_fired_faults(const std::string& dir);
+
 class FaultInjector {
  public:
-  FaultInjector(std::vector<FaultSpec> faults, int rank);
+  // `record_dir`: where a kill or hang records itself before it takes effect.
+  FaultInjector(std::vector<FaultSpec> faults, int rank, std::string host, std::string record_dir);
   // The single hook: called by the step loop on entering each phase of each step.
   void at(int64_t step, Phase phase);
+  // Called by the checkpoint store: "ckpt-write" midway through writing this rank's data,
+  // "ckpt-commit" after its files are durable and before its checksum reaches rank 0 (on rank 0:
+  // after the manifest, before the rename).
+  void at_checkpoint(int64_t step, const char* point);
   bool empty() const { return mine_.empty(); }
 
  private:
+  void fire(const FaultSpec& fault, int64_t step, const std::string& phase);
+
   std::vector<FaultSpec> mine_;  // only the faults aimed at this rank
+  std::string host_, record_dir_;
+  int rank_;
 };
 
 }  // namespace tp

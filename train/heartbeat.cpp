@@ -24,6 +24,10 @@ std::string path_for(const std::string& dir, int rank) {
   return dir + "/" + name;
 }
 
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -31,8 +35,9 @@ double now_unix() {
 }  // namespace
 
 int phase_order(const std::string& phase) {
-  static const char* const kOrder[] = {"start", "data", "compute", "comm", "optimizer", "done"};
-  for (int i = 0; i < 6; ++i)
+  static const char* const kOrder[] = {"start",     "data",       "compute", "comm",
+                                       "optimizer", "checkpoint", "done"};
+  for (int i = 0; i < 7; ++i)
     if (phase == kOrder[i]) return i;
   return -1;
 }
@@ -44,6 +49,8 @@ Heartbeat::Heartbeat(std::string dir, int rank, std::string host)
   fd_ = ::open(path_for(dir_, rank_).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd_ < 0) throw UsageError("watchdog.dir: cannot write heartbeats in '" + dir_ + "'");
   beat(0, "start");
+  // Host and pid, so a drill can kill this process from outside (drill.external_kill).
+  std::ofstream(pid_path()) << host_ << ' ' << ::getpid() << '\n';
 }
 
 Heartbeat::~Heartbeat() {
@@ -59,6 +66,20 @@ void Heartbeat::beat(int64_t step, const char* phase) {
   if (n > 0 && size_t(n) < sizeof record) record[n] = ' ';
   record[sizeof record - 1] = '\n';
   [[maybe_unused]] const ssize_t written = ::pwrite(fd_, record, sizeof record, 0);
+  last_step_.store(step);
+  last_phase_.store(phase);
+  last_beat_s_.store(steady_seconds());
+}
+
+HeartbeatRecord Heartbeat::latest() const {
+  HeartbeatRecord me;
+  me.rank = rank_;
+  me.step = last_step_.load();
+  me.phase = last_phase_.load();
+  me.host = host_;
+  me.unix_time = now_unix();
+  me.present = true;
+  return me;
 }
 
 void Heartbeat::finish() {
@@ -66,6 +87,11 @@ void Heartbeat::finish() {
   fd_ = -1;
   std::error_code ec;
   std::filesystem::remove(path_for(dir_, rank_), ec);
+  std::filesystem::remove(pid_path(), ec);
+}
+
+std::string Heartbeat::pid_path() const {
+  return dir_ + "/pid-rank-" + std::to_string(rank_);
 }
 
 void Heartbeat::remove_folder_if_empty() {
@@ -120,8 +146,13 @@ std::string write_abort_record(const std::string& dir, const std::string& what,
                                 h.phase + ")"
                           : " (no heartbeat)");
   }
+  // Several ranks' watchdogs may fire together: each writes its own file and renames it, so the
+  // record read back is always one whole record.
   const std::string path = dir + "/abort.json";
-  std::ofstream(path) << record.dump(2) << '\n';
+  const std::string mine = path + ".rank-" + std::to_string(me.rank);
+  std::ofstream(mine) << record.dump(2) << '\n';
+  std::error_code ec;
+  std::filesystem::rename(mine, path, ec);
   return missing.empty() ? "every rank's heartbeat reached this point (abort.json: " + path + ")"
                          : "did not arrive: " + summary.str() + " (abort.json: " + path + ")";
 }

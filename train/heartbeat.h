@@ -3,6 +3,7 @@
 // They are the watchdog's evidence: when a collective times out, the ranks whose heartbeat is
 // behind this rank's are the ones that did not arrive. Files live in a folder all ranks can see
 // (the report's folder by default), so they work across nodes on shared storage.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ class Heartbeat {
   void finish();
   void remove_folder_if_empty();
   const std::string& dir() const { return dir_; }
+  // This rank's last beat, from memory (thread-safe): the watchdog's view of its own progress.
+  HeartbeatRecord latest() const;
+  double last_beat_steady_s() const { return last_beat_s_.load(); }
 
   static std::vector<HeartbeatRecord> read_all(const std::string& dir, int world_size);
   // Ranks behind `me` (an earlier step, or the same step in an earlier phase), or absent.
@@ -38,9 +42,15 @@ class Heartbeat {
                                              const HeartbeatRecord& me);
 
  private:
+  std::string pid_path() const;
+
   std::string dir_, host_;
   int rank_;
   int fd_ = -1;
+  // Phases are string literals, so the pointer stays valid.
+  std::atomic<int64_t> last_step_{0};
+  std::atomic<const char*> last_phase_{"start"};
+  std::atomic<double> last_beat_s_{0};
 };
 
 // Order of phases within a step, for comparing heartbeats.

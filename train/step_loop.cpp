@@ -1,6 +1,7 @@
 #include "train/step_loop.h"
 
 #include <spdlog/spdlog.h>
+#include <chrono>
 
 #include "train/bucket_plan.h"
 
@@ -46,6 +47,10 @@ TrainResult StepLoop::run(int64_t first_step, CheckpointHook checkpoint, StopHoo
     const StepTiming timing = step(s, checkpoint);
     ++result.steps_run;
     result.last_step = s;
+    if (result.steps_run == 1)
+      result.first_step_end_unix =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
     // Warm-up counts from this process's first step: a resumed run warms up again.
     if (s - first_step >= config_.warmup_steps) result.measured.push_back(timing);
     if (rank_ == 0 && (s % log_every == 0 || s == config_.steps))
@@ -110,6 +115,7 @@ StepTiming StepLoop::step(int64_t s, const CheckpointHook& checkpoint) {
   enter(s, Phase::optimizer);
   backend_.optimizer_step(s);
   clock->mark(Mark::optimizer_end);
+  heartbeat_.beat(s, "checkpoint");  // the step's state is complete; a checkpoint may follow
   const double before_checkpoint = clock_.local_now();
   const bool checkpointed = checkpoint && checkpoint(s);
   const double checkpoint_s = checkpointed ? clock_.local_now() - before_checkpoint : 0.0;

@@ -32,9 +32,9 @@ struct TrainConfig {
   std::string comm_backend = "auto";
   double bucket_mb = 25.0;
   bool overlap = true;
-  double watchdog_timeout_s = 600.0;
-  std::string watchdog_dir;  // heartbeats and abort.json; empty: beside the report
-  int64_t log_every = 0;     // 0: about ten progress lines per run
+  double watchdog_timeout_s = 0.0;  // 0: auto (train/watchdog.h)
+  std::string watchdog_dir;         // heartbeats and abort.json; empty: beside the report
+  int64_t log_every = 0;            // 0: about ten progress lines per run
   std::vector<FaultSpec> faults;
   std::string checkpoint_dir;  // empty: no checkpoints
   int64_t checkpoint_every = 0;

@@ -1,0 +1,122 @@
+#include "app/drill_logic.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "common/errors.h"
+
+namespace tp {
+
+namespace fs = std::filesystem;
+
+std::optional<int64_t> last_completed_step(const std::vector<HeartbeatRecord>& heartbeats) {
+  std::optional<int64_t> last;
+  for (const HeartbeatRecord& h : heartbeats) {
+    if (!h.present || h.phase == "start") continue;
+    const int64_t completed = h.phase == "checkpoint" || h.phase == "done" ? h.step : h.step - 1;
+    last = last ? std::min(*last, completed) : completed;
+  }
+  return last;
+}
+
+int heartbeat_ranks(const std::string& dir) {
+  int ranks = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() == 11 && name.rfind("rank-", 0) == 0) ++ranks;
+  }
+  return ranks;
+}
+
+std::vector<int64_t> committed_steps(const std::string& checkpoint_dir) {
+  std::vector<int64_t> steps;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(checkpoint_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    long long step = 0;
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "step-%lld%c", &step, &tail) != 1) continue;
+    if (name != fs::path(checkpoint_folder(checkpoint_dir, step)).filename().string()) continue;
+    if (fs::exists(entry.path() / "MANIFEST.json")) steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::string checkpoint_folder(const std::string& checkpoint_dir, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
+  return checkpoint_dir + "/" + name;
+}
+
+std::string corrupt_checkpoint(const std::string& folder, const FaultSpec& fault) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank-%05d.h5", fault.rank);
+  std::string path = folder + "/" + name;
+  if (!fs::exists(path) && fs::exists(folder + "/state.h5")) path = folder + "/state.h5";
+  if (!fs::exists(path))
+    throw RuntimeError("--fault '" + fault.text + "': " + folder + " has no " + name);
+  const uintmax_t size = fs::file_size(path);
+  if (fault.mode == "delete") {
+    fs::remove(path);
+  } else if (fault.mode == "truncate") {
+    fs::resize_file(path, size / 2);
+  } else {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(std::streamoff(size / 2));
+    char byte = 0;
+    file.read(&byte, 1);
+    byte = char(byte ^ 0x01);
+    file.seekp(std::streamoff(size / 2));
+    file.write(&byte, 1);
+    if (!file) throw RuntimeError("cannot flip a byte of " + path);
+  }
+  return path;
+}
+
+std::vector<std::string> forwarded_options(const po::variables_map& options) {
+  // The drill sets these per run; the rest is forwarded as given (scenario values included, so a
+  // child needs no scenario file it might not find).
+  static const std::set<std::string> kOwn = {"launcher", "fault",          "resume",
+                                             "report",   "checkpoint.dir", "watchdog.dir",
+                                             "scenario", "help",           "version"};
+  std::vector<std::string> words;
+  for (const auto& [name, value] : options) {
+    if (value.defaulted() || kOwn.count(name) || name.rfind("drill.", 0) == 0 || name == "operand")
+      continue;
+    const boost::any& any = value.value();
+    if (const auto* text = boost::any_cast<std::string>(&any)) {
+      words.push_back("--" + name + "=" + *text);
+    } else if (const auto* number = boost::any_cast<int64_t>(&any)) {
+      words.push_back("--" + name + "=" + std::to_string(*number));
+    } else if (const auto* integer = boost::any_cast<int>(&any)) {
+      words.push_back("--" + name + "=" + std::to_string(*integer));
+    } else if (const auto* unsigned_number = boost::any_cast<uint64_t>(&any)) {
+      words.push_back("--" + name + "=" + std::to_string(*unsigned_number));
+    } else if (const auto* real = boost::any_cast<double>(&any)) {
+      char text[64];  // the shortest text that reads back as the same double
+      const auto end = std::to_chars(text, text + sizeof text, *real).ptr;
+      words.push_back("--" + name + "=" + std::string(text, end));
+    } else if (const auto* flag = boost::any_cast<bool>(&any)) {
+      words.push_back("--" + name + "=" + (*flag ? "true" : "false"));
+    } else if (const auto* list = boost::any_cast<std::vector<std::string>>(&any)) {
+      for (const std::string& item : *list) words.push_back("--" + name + "=" + item);
+    } else {
+      throw UsageError("drill: cannot forward option " + name + " (unexpected type)");
+    }
+  }
+  return words;
+}
+
+std::string shell_quote(const std::string& word) {
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+}  // namespace tp

@@ -1,0 +1,41 @@
+#pragma once
+// The parts of `trainproof drill` that decide things from evidence on disk, kept apart from the
+// process handling so they can be unit-tested: how far a failed run got, what a corrupt fault
+// does to a checkpoint, and how a child's command line is rebuilt.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/cli.h"
+#include "train/faults.h"
+#include "train/heartbeat.h"
+
+namespace tp {
+
+// The last step whose state every rank had completed, from the ranks' last heartbeats: a rank
+// that beat "checkpoint" or "done" in step S completed S; one in an earlier phase of S completed
+// S-1. nullopt when no rank had begun a step.
+std::optional<int64_t> last_completed_step(const std::vector<HeartbeatRecord>& heartbeats);
+
+// How many ranks left a heartbeat file in `dir` (the world size of the run that used it).
+int heartbeat_ranks(const std::string& dir);
+
+// Steps of the committed checkpoints under `checkpoint_dir` (step-N folders with a manifest),
+// oldest first, and the folder of one of them.
+std::vector<int64_t> committed_steps(const std::string& checkpoint_dir);
+std::string checkpoint_folder(const std::string& checkpoint_dir, int64_t step);
+
+// Applies a corrupt fault to the checkpoint in `folder`: rank `fault.rank`'s file (or the shared
+// file) gets a flipped byte in its middle, is truncated to half, or is deleted. Returns the file
+// it damaged; throws RuntimeError when the folder has no such file.
+std::string corrupt_checkpoint(const std::string& folder, const FaultSpec& fault);
+
+// The options a drill forwards to every run: each option that has a value other than its
+// default, as --name=value words, except those the drill sets itself.
+std::vector<std::string> forwarded_options(const po::variables_map& options);
+
+// Quotes a word for /bin/sh.
+std::string shell_quote(const std::string& word);
+
+}  // namespace tp

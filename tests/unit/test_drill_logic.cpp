@@ -1,0 +1,87 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "app/drill_logic.h"
+#include "common/errors.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+tp::HeartbeatRecord beat(int rank, int64_t step, const char* phase) {
+  tp::HeartbeatRecord h;
+  h.rank = rank;
+  h.step = step;
+  h.phase = phase;
+  h.present = true;
+  return h;
+}
+
+TEST(DrillLogic, LastCompletedStepIsTheSlowestRanks) {
+  // A kill in step 45's compute: its peers wait in step 45's comm; step 44 is the last complete.
+  EXPECT_EQ(tp::last_completed_step({beat(0, 45, "comm"), beat(1, 45, "compute")}), 44);
+  // A kill in step 40's checkpoint: every rank had finished step 40's optimizer.
+  EXPECT_EQ(tp::last_completed_step({beat(0, 40, "checkpoint"), beat(1, 40, "checkpoint")}), 40);
+  EXPECT_EQ(tp::last_completed_step({beat(0, 12, "done"), beat(1, 13, "data")}), 12);
+  EXPECT_FALSE(tp::last_completed_step({beat(0, 0, "start"), tp::HeartbeatRecord{}}).has_value());
+}
+
+class Folder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("drill-logic-" + std::to_string(::getpid()));
+    fs::create_directories(dir / "step-00000004");
+    fs::create_directories(dir / "step-00000008");
+    fs::create_directories(dir / "step-00000012.partial");
+    for (const char* step : {"step-00000004", "step-00000008", "step-00000012.partial"}) {
+      std::ofstream(dir / step / "MANIFEST.json") << "{}";
+      std::ofstream(dir / step / "rank-00001.h5") << std::string(100, 'x');
+    }
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  fs::path dir;
+};
+
+TEST_F(Folder, CommittedStepsIgnorePartialFolders) {
+  EXPECT_EQ(tp::committed_steps(dir.string()), (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(tp::checkpoint_folder("ck", 8), "ck/step-00000008");
+}
+
+TEST_F(Folder, CorruptFlipsTruncatesOrDeletesTheNamedShard) {
+  const std::string folder = (dir / "step-00000008").string();
+  const std::string file = folder + "/rank-00001.h5";
+  tp::corrupt_checkpoint(folder, tp::parse_fault("corrupt:shard=1,mode=flip"));
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.size(), 100u);
+  EXPECT_EQ(text[50], 'x' ^ 1);
+  tp::corrupt_checkpoint(folder, tp::parse_fault("corrupt:shard=1,mode=truncate"));
+  EXPECT_EQ(fs::file_size(file), 50u);
+  tp::corrupt_checkpoint(folder, tp::parse_fault("corrupt:shard=1,mode=delete"));
+  EXPECT_FALSE(fs::exists(file));
+  EXPECT_THROW(tp::corrupt_checkpoint(folder, tp::parse_fault("corrupt:shard=3")),
+               tp::RuntimeError);
+}
+
+TEST(DrillLogic, ForwardsOnlyOptionsThatDifferFromTheirDefaults) {
+  const char* argv[] = {"trainproof",
+                        "drill",
+                        "--train.steps=30",
+                        "--launcher",
+                        "mpirun -np 2",
+                        "--fault=kill:rank=1,step=5",
+                        "--drill.max_restarts=2",
+                        "--model.layers=3"};
+  const tp::Invocation inv = tp::parse_invocation(8, argv);
+  const auto words = tp::forwarded_options(inv.options);
+  EXPECT_EQ(words, (std::vector<std::string>{"--model.layers=3", "--train.steps=30"}));
+}
+
+TEST(DrillLogic, ShellQuotingSurvivesQuotes) {
+  EXPECT_EQ(tp::shell_quote("a b"), "'a b'");
+  EXPECT_EQ(tp::shell_quote("it's"), "'it'\\''s'");
+}
+
+}  // namespace
