@@ -405,6 +405,10 @@ int run_drill(const Invocation& inv) {
     ++restarts;
   }
 
+  if (external && !external_done)
+    problems.push_back(
+        "drill.external_kill: no run was still going when every rank had begun step " +
+        std::to_string(external->at_step) + ", so nothing was killed");
   // 3. The verdict: the final state must be the reference's, and every failure recovered.
   const std::string final_digest =
       final_run.report.is_object() ? final_run.report["train"].value("final_digest", "") : "";
