@@ -145,6 +145,27 @@ class Drill(unittest.TestCase):
         self.assertEqual([r["name"] for r in report["drill"]["runs"]], ["run-0"])
         self.assertIn("rejected its input", " ".join(report["drill"]["problems"]))
 
+    def test_drill_matrix_runs_every_fault_kind_to_one_verdict(self):
+        report = os.path.join(self.tmp, "matrix.json")
+        matrix = os.path.join(os.path.dirname(TINY), "drill-matrix.ini")
+        proc = subprocess.run([BIN, "drill", "--launcher", launcher(2), "--scenario", matrix,
+                               f"--checkpoint.dir={self.tmp}/ckpt", "--log.level=warn",
+                               "--report", report], capture_output=True, text=True, timeout=240)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        with open(report) as f:
+            result = json.load(f)
+        drill = result["drill"]
+        self.assertEqual(drill["verdict"], "PASS", drill["problems"])
+        kinds = sorted({f["kind"] for f in drill["failures"]})
+        self.assertEqual(kinds, ["external-kill", "hang", "kill"])
+        self.assertEqual(len(drill["failures"]), 5)  # 3 kills (one drawn), a hang, an external kill
+        self.assertEqual(len(drill["corruptions"]), 1)
+        for failure in drill["failures"]:
+            self.assertEqual(failure["restored_step"], failure["expected_restored_step"], failure)
+        self.assertEqual(drill["failures"][0]["restored_step"], 5)  # step 10 was corrupted
+        self.assertEqual([r["rank"] for r in result["ranks"] if r["flagged"]], [1])
+        self.assertIn("drill verdict: PASS", proc.stdout)
+
     def test_usage_errors(self):
         for args, says in (((), "--launcher"),
                            (("--launcher", "mpirun"), "checkpoint.dir"),

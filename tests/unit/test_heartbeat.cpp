@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/heartbeat.h"
+#include "train/watchdog.h"
 
 namespace {
 
@@ -60,3 +61,13 @@ TEST(Heartbeat, FinishRemovesTheEvidenceOfANormalRun) {
 }
 
 }  // namespace
+
+TEST(Watchdog, AutoTimeoutFollowsTheWarmUpWithAFloor) {
+  EXPECT_DOUBLE_EQ(tp::auto_watchdog_timeout(0.001), 30.0);
+  EXPECT_DOUBLE_EQ(tp::auto_watchdog_timeout(4.0), 100.0);
+}
+
+TEST(Heartbeat, CheckpointPhaseComesAfterTheOptimizer) {
+  EXPECT_LT(tp::phase_order("optimizer"), tp::phase_order("checkpoint"));
+  EXPECT_LT(tp::phase_order("checkpoint"), tp::phase_order("done"));
+}
