@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -65,6 +67,8 @@ struct Launch {
   std::optional<double> external_kill_unix;  // when the drill killed a rank itself
   int external_kill_rank = -1;
   std::string external_kill_host;
+  std::string external_kill_failed;  // why the planned external kill could not be done
+  bool timed_out = false;            // the drill ended it: nothing detected the failure
   json report;
   std::string heartbeats() const { return dir + "/heartbeats"; }
 };
@@ -109,17 +113,30 @@ class Supervisor {
     }
     ::setpgid(child, child);
     int status = 0;
+    double terminated_at = 0;
     for (;;) {
       const pid_t done = ::waitpid(child, &status, WNOHANG);
       if (done == child) break;
-      if (external && !run.external_kill_unix) try_external_kill(run, *external);
-      if (now_unix() - run.start_unix > run_timeout_s_) {
-        std::fprintf(stderr, "drill: %s ran past drill.run_timeout_s=%.0f; killing it\n",
+      if (done < 0 && errno != EINTR)
+        throw EnvironmentError(std::string("drill: waitpid: ") + std::strerror(errno));
+      if (external && !run.external_kill_unix && run.external_kill_failed.empty())
+        try_external_kill(run, *external);
+      const double now = now_unix();
+      if (!run.timed_out && now - run.start_unix > run_timeout_s_) {
+        // SIGTERM first, so mpirun or srun can take down remote ranks; SIGKILL if that fails.
+        std::fprintf(stderr, "drill: %s ran past drill.run_timeout_s=%.0f; terminating it\n",
                      name.c_str(), run_timeout_s_);
+        run.timed_out = true;
+        terminated_at = now;
+        ::kill(-child, SIGTERM);
+      } else if (run.timed_out && terminated_at > 0 && now - terminated_at > 10.0) {
         ::kill(-child, SIGKILL);
+        terminated_at = 0;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    // Nothing of this launch may outlive it and write into the checkpoint folder later.
+    ::kill(-child, SIGKILL);
     run.end_unix = now_unix();
     run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     run.report = load_json(run.dir + "/report.json");
@@ -140,17 +157,21 @@ class Supervisor {
     std::string host;
     long pid = 0;
     if (!(pid_file >> host >> pid) || pid <= 0) return;
-    run.external_kill_unix = now_unix();
-    run.external_kill_rank = victim;
-    run.external_kill_host = host;
     if (host != host_name()) {
-      std::fprintf(stderr,
-                   "drill: rank %d runs on %s, which this supervisor cannot signal; under Slurm "
-                   "use scancel --signal=KILL on the step instead\n",
-                   victim, host.c_str());
+      run.external_kill_failed = "rank " + std::to_string(victim) + " runs on " + host +
+                                 ", which this supervisor cannot signal; under Slurm use "
+                                 "scancel --signal=KILL on the job step instead";
       return;
     }
-    ::kill(pid_t(pid), SIGKILL);
+    const double at = now_unix();
+    if (::kill(pid_t(pid), SIGKILL) != 0) {
+      run.external_kill_failed = "kill(" + std::to_string(pid) + ", SIGKILL) of rank " +
+                                 std::to_string(victim) + ": " + std::strerror(errno);
+      return;
+    }
+    run.external_kill_unix = at;
+    run.external_kill_rank = victim;
+    run.external_kill_host = host;
   }
 
   std::string launcher_, drill_dir_;
@@ -270,6 +291,10 @@ int run_drill(const Invocation& inv) {
     const Launch run = supervisor.launch("run-" + std::to_string(attempt), args,
                                          external_done ? std::nullopt : external);
     external_done = external_done || run.external_kill_unix.has_value();
+    if (!run.external_kill_failed.empty()) {
+      problems.push_back("drill.external_kill: " + run.external_kill_failed);
+      external_done = true;
+    }
     runs.push_back({{"name", "run-" + std::to_string(attempt)},
                     {"exit_code", run.exit_code},
                     {"dir", run.dir}});
@@ -362,9 +387,10 @@ int run_drill(const Invocation& inv) {
       f["detected"] = true;
       f["rank"] = run.external_kill_rank;
       f["host"] = run.external_kill_host;
-      const HeartbeatRecord& h = beats[size_t(run.external_kill_rank)];
-      f["step"] = h.step;
-      f["phase"] = h.phase;
+      if (size_t(run.external_kill_rank) < beats.size()) {
+        f["step"] = beats[size_t(run.external_kill_rank)].step;
+        f["phase"] = beats[size_t(run.external_kill_rank)].phase;
+      }
     } else {
       problems.push_back("run-" + std::to_string(attempt) + " failed (exit " +
                          std::to_string(run.exit_code) +
@@ -373,6 +399,11 @@ int run_drill(const Invocation& inv) {
       break;
     }
     f["detected_after_s"] = run.end_unix - f.value("fault_unix", run.end_unix);
+    if (run.timed_out) {
+      // The drill's own timeout ended the launch: the job never noticed the failure itself.
+      f["detected"] = false;
+      f["timed_out"] = true;
+    }
     std::printf("drill: %s fired on rank %s, step %s %s; launcher exited %d after %.2f s\n",
                 text_of(f["fault"]).c_str(), text_of(f["rank"]).c_str(), text_of(f["step"]).c_str(),
                 text_of(f["phase"]).c_str(), run.exit_code, f["detected_after_s"].get<double>());

@@ -293,8 +293,7 @@ json build_context(const Invocation& inv, const TrainConfig& cfg, const World& w
   ctx["checkpoint_filesystem"] =
       folder ? json{{"path", fs::absolute(folder->path).string()},
                     {"type", folder->filesystem},
-                    {"node_local", node_local_filesystem(folder->filesystem)},
-                    {"hosts_not_sharing", folder->blind_hosts}}
+                    {"node_local", node_local_filesystem(folder->filesystem)}}
              : json(nullptr);
   ctx["backends"] = {{"compute", backends.compute->name()},
                      {"comm", backends.comm->name()},

@@ -33,12 +33,7 @@ bool node_local_filesystem(const std::string& type) {
 
 std::vector<std::string> checkpoint_folder_warnings(const CheckpointFolderFacts& facts, int hosts) {
   std::vector<std::string> warnings;
-  if (!facts.blind_hosts.empty()) {
-    std::string list;
-    for (const std::string& h : facts.blind_hosts) list += (list.empty() ? "" : ", ") + h;
-    warnings.push_back("checkpoint.dir '" + facts.path + "' is not shared: ranks on " + list +
-                       " do not see rank 0's files there, so a restore on those hosts fails");
-  } else if (hosts > 1 && node_local_filesystem(facts.filesystem)) {
+  if (hosts > 1 && node_local_filesystem(facts.filesystem)) {
     warnings.push_back("checkpoint.dir '" + facts.path + "' is on a node-local filesystem (" +
                        facts.filesystem + ") while the run spans " + std::to_string(hosts) +
                        " nodes: a rank restarted on another node will not find its checkpoint");

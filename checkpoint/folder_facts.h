@@ -1,7 +1,7 @@
 #pragma once
-// What the preflight learns about checkpoint.dir: its filesystem, and whether every rank sees the
-// same folder. A node-local folder under a multi-node run means a rank that restarts elsewhere
-// finds no checkpoint; that is reported before step 1, not discovered at the first restore.
+// What the preflight learns about checkpoint.dir: its filesystem. (A folder that some rank does
+// not share is an error in the preflight itself.) A node-local filesystem under a multi-node run
+// means a rank that restarts elsewhere finds no checkpoint; that is reported before step 1.
 #include <string>
 #include <vector>
 
@@ -9,8 +9,7 @@ namespace tp {
 
 struct CheckpointFolderFacts {
   std::string path;
-  std::string filesystem;                // "ext2/3/4", "nfs", "lustre", ... or "unknown (0x...)"
-  std::vector<std::string> blind_hosts;  // hosts whose ranks did not see rank 0's probe file
+  std::string filesystem;  // "ext2/3/4", "nfs", "lustre", ... or "unknown (0x...)"
 };
 
 // The filesystem type of `path` (statfs), by name.

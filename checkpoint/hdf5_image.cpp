@@ -152,9 +152,15 @@ void decode_checkpoint_image(const unsigned char* image, size_t size, const std:
   meta.rank = int(read_int_attribute(file.id, "rank", what));
   meta.scenario_hash = read_string_attribute(file.id, "scenario_hash", what);
   meta.layout = read_string_attribute(file.id, "layout", what);
-  meta.slice_begin = uint64_t(read_int_attribute(file.id, "slice_begin", what));
-  meta.slice_end = uint64_t(read_int_attribute(file.id, "slice_end", what));
-  meta.total_elements = uint64_t(read_int_attribute(file.id, "total_elements", what));
+  if (H5Aexists(file.id, "slice_begin") > 0) {
+    meta.slice_begin = uint64_t(read_int_attribute(file.id, "slice_begin", what));
+    meta.slice_end = uint64_t(read_int_attribute(file.id, "slice_end", what));
+    meta.total_elements = uint64_t(read_int_attribute(file.id, "total_elements", what));
+  } else {
+    // Written before slices existed: always a whole replica.
+    meta.slice_begin = 0;
+    meta.slice_end = meta.total_elements = state.params.size();
+  }
   if (meta.slice_end < meta.slice_begin || meta.slice_end - meta.slice_begin != state.params.size())
     throw RuntimeError(what + ": slice attributes do not match the params dataset");
 }

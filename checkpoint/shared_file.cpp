@@ -125,7 +125,7 @@ std::string read_string_attribute(hid_t file, const char* name, const std::strin
 }  // namespace
 
 double write_shared_checkpoint(const std::string& path, MPI_Comm comm, const TrainingState& mine,
-                               Slice slice, const CheckpointMeta& meta,
+                               Slice slice, const CheckpointMeta& meta, bool with_moment2,
                                const std::function<void()>& midway) {
   std::lock_guard<std::mutex> guard(hdf5_lock());
   Handle fapl{mpio_access(comm), H5Pclose};
@@ -135,8 +135,8 @@ double write_shared_checkpoint(const std::string& path, MPI_Comm comm, const Tra
   write_slab(file.id, "params", meta.total_elements, slice, mine.params, dxpl.id);
   if (midway) midway();
   write_slab(file.id, "moment1", meta.total_elements, slice, mine.moment1, dxpl.id);
-  write_slab(file.id, "moment2", mine.moment2.empty() ? 0 : meta.total_elements,
-             mine.moment2.empty() ? Slice{} : slice, mine.moment2, dxpl.id);
+  write_slab(file.id, "moment2", with_moment2 ? meta.total_elements : 0,
+             with_moment2 ? slice : Slice{}, mine.moment2, dxpl.id);
   write_attribute(file.id, "step", meta.step);
   write_attribute(file.id, "world_size", int64_t(meta.world_size));
   write_attribute(file.id, "scenario_hash", meta.scenario_hash);

@@ -16,8 +16,10 @@ namespace tp {
 // is the full tensor length. The data is flushed (MPI_File_sync) before this returns; the result
 // is the seconds that flush took.
 // `midway` runs after the first dataset's slab is written (where a ckpt-write fault strikes).
+// `with_moment2` is decided from the whole state, so that a rank whose slice is empty still makes
+// the same collective calls as the others.
 double write_shared_checkpoint(const std::string& path, MPI_Comm comm, const TrainingState& mine,
-                               Slice slice, const CheckpointMeta& meta,
+                               Slice slice, const CheckpointMeta& meta, bool with_moment2,
                                const std::function<void()>& midway = {});
 
 // Collective over `comm`. Reads this rank's `slice` of every tensor into `mine` and the file's

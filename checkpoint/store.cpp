@@ -218,20 +218,22 @@ CheckpointFolderFacts CheckpointStore::preflight() {
   if (const std::string first = first_problem(world_, problem); !first.empty())
     throw UsageError(first);
 
-  // Every probe is written: a rank that cannot see rank 0's sees another folder.
+  // Every probe is written: a rank that cannot see rank 0's sees another folder, where neither
+  // its checkpoints would be committed nor a restore would find them. That is an error, found
+  // now rather than at the first restore (which would set every checkpoint aside as damaged).
   const bool sees_rank0 = fs::exists(dir + "/.preflight-rank-0", ec);
-  const std::vector<std::string> blind =
-      gather_strings_at_root(world_, sees_rank0 ? std::string() : world_.host);
-  mpiCheck(MPI_Barrier(world_.comm));
+  const std::string blind =
+      sees_rank0 ? std::string()
+                 : "checkpoint.dir '" + dir + "' on host " + world_.host +
+                       " is not the folder rank 0 sees (rank 0's probe file is not there): "
+                       "checkpoints need storage that every node shares";
+  const std::string first = first_problem(world_, blind);
   fs::remove(probe, ec);
+  if (!first.empty()) throw UsageError(first);
 
   CheckpointFolderFacts facts;
   facts.path = dir;
   facts.filesystem = filesystem_type(dir);
-  for (const std::string& host : blind)
-    if (!host.empty() && std::find(facts.blind_hosts.begin(), facts.blind_hosts.end(), host) ==
-                             facts.blind_hosts.end())
-      facts.blind_hosts.push_back(host);
   return facts;
 }
 
@@ -272,7 +274,7 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     const std::string path = partial + "/" + kSharedFile;
     mpiCheck(MPI_Barrier(world_.comm));
     start = clock_.now();
-    fsync_s = write_shared_checkpoint(path, world_.comm, mine, slice, meta,
+    fsync_s = write_shared_checkpoint(path, world_.comm, mine, slice, meta, !state.moment2.empty(),
                                       [&] { fault_point(state.step, "ckpt-write"); });
     // MPI_File_sync made the data durable; this rank's own fsync also covers a filesystem whose
     // MPI-IO driver buffers on the client until close.
@@ -331,15 +333,19 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     write_durably(partial + "/MANIFEST.json", text.data(), text.size(), clock_);
     fsync_path(partial, O_RDONLY | O_DIRECTORY);
     fault_point(state.step, "ckpt-commit");
-    // A fresh run over an old folder commits a step that exists already: the old copy is moved
-    // aside, not deleted, until the new one is in place.
-    const std::string replaced = final_dir + ".replaced";
+    // A fresh run over an old folder commits a step that exists already: the two folders are
+    // exchanged in one atomic rename, so the step exists at every instant, and the old copy
+    // (now under the .partial name, which never counts) is deleted after.
     std::error_code ec;
-    fs::remove_all(replaced, ec);
-    if (fs::exists(final_dir)) fs::rename(final_dir, replaced);
-    fs::rename(partial, final_dir);
+    if (fs::exists(final_dir)) {
+      if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) != 0)
+        throw RuntimeError("cannot exchange " + partial + " and " + final_dir + ": " +
+                           std::strerror(errno));
+    } else {
+      fs::rename(partial, final_dir);
+    }
     fsync_path(options_.dir, O_RDONLY | O_DIRECTORY);
-    fs::remove_all(replaced, ec);
+    fs::remove_all(partial, ec);
     save.commit_s = clock_.now() - commit_start;
     retain(state.step);
     save.total_s = clock_.now() - save_start;
@@ -377,15 +383,18 @@ void CheckpointStore::retain(int64_t newest) {
   for (const auto& [step, folder] : committed()) {
     if (step > newest) continue;
     if (++kept <= size_t(options_.keep)) continue;
+    // Renamed first, so a deletion cut short leaves a folder that never counts as committed.
+    const std::string doomed = folder + ".deleting";
     std::error_code ec;
-    fs::remove_all(folder, ec);
+    fs::rename(folder, doomed, ec);
+    if (!ec) fs::remove_all(doomed, ec);
   }
 }
 
 std::string CheckpointStore::read_rank_file(const std::string& folder, const json& manifest,
                                             Slice slice, TrainingState& mine,
                                             uint64_t& bytes) const {
-  const json& files = manifest["files"];
+  const json files = manifest.value("files", json::array());
   const json entry = files.is_array() && files.size() > size_t(world_.rank)
                          ? files[size_t(world_.rank)]
                          : json::object();
@@ -420,7 +429,7 @@ std::string CheckpointStore::read_rank_file(const std::string& folder, const jso
 std::string CheckpointStore::read_shared_slab(const std::string& folder, const json& manifest,
                                               Slice slice, TrainingState& mine,
                                               uint64_t& bytes) const {
-  const json& files = manifest["files"];
+  const json files = manifest.value("files", json::array());
   const json entry = files.is_array() && !files.empty() ? files[0] : json::object();
   const std::string path = folder + "/" + entry.value("name", std::string(kSharedFile));
   const json& slabs = entry.contains("slabs") ? entry["slabs"] : json::array();
@@ -509,7 +518,16 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
 
     // Every rank reads and verifies what it needs; nothing reaches the state until all agree.
     const double start = clock_.local_now();
-    const uint64_t total = manifest.value("total_elements", uint64_t(0));
+    // The manifest is the same on every rank, so whatever it lacks fails on every rank alike.
+    // One written before slices existed has no total: the whole replica is every rank's part.
+    uint64_t total = 0;
+    if (problem.empty()) {
+      try {
+        total = manifest.value("total_elements", state.params.size());
+      } catch (const json::exception& e) {
+        problem = std::string("MANIFEST.json: ") + e.what();
+      }
+    }
     const Slice slice = sliced() ? rank_slice(total, world_.rank, world_.size) : Slice{0, total};
     // A whole replica decodes straight into the caller's buffers (which the caller imports only
     // on success); a slice decodes apart and is assembled once every rank's slice verifies.
@@ -517,9 +535,13 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     TrainingState& mine = sliced() ? slice_state : state;
     uint64_t bytes = 0;
     if (problem.empty()) {
-      problem = options_.layout == CheckpointLayout::shared_file
-                    ? read_shared_slab(folder, manifest, slice, mine, bytes)
-                    : read_rank_file(folder, manifest, slice, mine, bytes);
+      try {
+        problem = options_.layout == CheckpointLayout::shared_file
+                      ? read_shared_slab(folder, manifest, slice, mine, bytes)
+                      : read_rank_file(folder, manifest, slice, mine, bytes);
+      } catch (const json::exception& e) {
+        problem = folder + "/MANIFEST.json: " + e.what();
+      }
     }
     const std::string first = first_problem(world_, problem);
     if (!first.empty()) {

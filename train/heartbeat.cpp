@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/sysinfo.h"
 
 namespace tp {
 namespace {
@@ -50,7 +51,8 @@ Heartbeat::Heartbeat(std::string dir, int rank, std::string host)
   if (fd_ < 0) throw UsageError("watchdog.dir: cannot write heartbeats in '" + dir_ + "'");
   beat(0, "start");
   // Host and pid, so a drill can kill this process from outside (drill.external_kill).
-  std::ofstream(pid_path()) << host_ << ' ' << ::getpid() << '\n';
+  // The real host name, even when tests pretend otherwise: it is where the process is.
+  std::ofstream(pid_path()) << host_name() << ' ' << ::getpid() << '\n';
 }
 
 Heartbeat::~Heartbeat() {

@@ -56,8 +56,9 @@ void Watchdog::watch() {
   while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_; })) {
     const HeartbeatRecord me = heartbeat_.latest();
     const double now = steady_now();
-    // Learn the step time from the steps this process runs first (a resumed run learns anew).
-    if (me.phase == std::string("data") && me.step != last_step) {
+    // Learn the step time from the steps this process runs first (a resumed run learns anew):
+    // every change of step seen, whatever the phase it is seen in.
+    if (me.phase != "start" && me.phase != "done" && me.step != last_step) {
       if (last_step >= 0) slowest_step = std::max(slowest_step, now - step_started);
       if (first_step < 0) first_step = me.step;
       last_step = me.step;

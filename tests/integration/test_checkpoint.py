@@ -175,7 +175,6 @@ class Checkpoint(unittest.TestCase):
         fs = mpirun(2, f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}")
         self.assertEqual(fs.returncode, 0, fs)
         facts = fs.report["context"]["checkpoint_filesystem"]
-        self.assertEqual(facts["hosts_not_sharing"], [])
         if not facts["node_local"]:
             self.skipTest(f"the test folder is on {facts['type']}, not a node-local filesystem")
         self.assertFalse(any("node-local" in w for w in fs.report["context"]["warnings"]))

@@ -11,25 +11,18 @@ TEST(FolderFacts, NamesTheFilesystemOfAPath) {
 }
 
 TEST(FolderFacts, NodeLocalFilesystemWarnsOnlyWhenTheRunSpansNodes) {
-  const tp::CheckpointFolderFacts local{"/scratch/ckpt", "xfs", {}};
+  const tp::CheckpointFolderFacts local{"/scratch/ckpt", "xfs"};
   EXPECT_TRUE(tp::checkpoint_folder_warnings(local, 1).empty());
   const auto warnings = tp::checkpoint_folder_warnings(local, 4);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("node-local filesystem (xfs)"), std::string::npos);
   EXPECT_NE(warnings[0].find("4 nodes"), std::string::npos);
-  const tp::CheckpointFolderFacts lustre{"/lustre/ckpt", "lustre", {}};
+  const tp::CheckpointFolderFacts lustre{"/lustre/ckpt", "lustre"};
   EXPECT_TRUE(tp::checkpoint_folder_warnings(lustre, 64).empty());
 }
 
-TEST(FolderFacts, HostsThatDoNotSeeTheFolderAreNamed) {
-  const tp::CheckpointFolderFacts split{"/ckpt", "nfs", {"node07", "node09"}};
-  const auto warnings = tp::checkpoint_folder_warnings(split, 8);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("not shared: ranks on node07, node09"), std::string::npos);
-}
-
 TEST(FolderFacts, TmpfsAlwaysWarns) {
-  const tp::CheckpointFolderFacts memory{"/dev/shm/ckpt", "tmpfs", {}};
+  const tp::CheckpointFolderFacts memory{"/dev/shm/ckpt", "tmpfs"};
   const auto warnings = tp::checkpoint_folder_warnings(memory, 1);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("tmpfs"), std::string::npos);
