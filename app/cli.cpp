@@ -10,7 +10,7 @@
 namespace tp {
 namespace {
 
-const char* const kSubcommands = "train, drill, report";
+const char* const kSubcommands = "train, drill, prepare-data, report";
 
 po::options_description registry() {
   // clang-format off
@@ -40,6 +40,9 @@ po::options_description registry() {
   po::options_description train("Training");
   train.add_options()
       ("train.steps", po::value<int64_t>()->default_value(50), "steps to run")
+      ("train.epochs", po::value<double>()->default_value(0.0),
+       "with data.dir: run this many passes over the dataset instead of train.steps (one epoch "
+       "reads every sample exactly once)")
       ("train.warmup_steps", po::value<int64_t>()->default_value(5),
        "first steps left out of every statistic")
       ("train.seed", po::value<uint64_t>()->default_value(1234), "seed of init and synthetic data")
@@ -107,6 +110,29 @@ po::options_description registry() {
   faults.add_options()
       ("fault", po::value<std::vector<std::string>>()->value_name("SPEC"), fault_help().c_str());
 
+  po::options_description data("Data (trainproof prepare-data, and train with data.dir)");
+  data.add_options()
+      ("data.dir", po::value<std::string>()->default_value(""),
+       "folder of a dataset written by prepare-data; empty: synthetic samples made in memory")
+      ("data.format", po::value<std::string>()->default_value("raw"),
+       "raw: binary shards and per-sample index files, read with pread; hdf5: chunked uint8 "
+       "datasets, read with pread through their chunk addresses")
+      ("data.files", po::value<int>()->default_value(4), "shards the samples are spread over")
+      ("data.samples", po::value<int64_t>()->default_value(1024), "samples in the dataset")
+      ("data.sample_bytes", po::value<int64_t>()->default_value(65536), "bytes per sample")
+      ("data.spread", po::value<double>()->default_value(0.0),
+       "sample lengths vary uniformly within sample_bytes * (1 +- spread), 0 <= spread < 1")
+      ("data.readers", po::value<int>()->default_value(2), "reader threads per rank")
+      ("data.prefetch", po::value<int>()->default_value(2), "batches read ahead of the step")
+      ("data.verify", po::value<bool>()->default_value(false),
+       "check every sample's checksum; a mismatch is an error naming the file and sample")
+      ("data.cache", po::value<std::string>()->default_value("keep"),
+       "keep: leave read data in the page cache; drop: posix_fadvise(DONTNEED) after each read")
+      ("data.direct", po::value<bool>()->default_value(false),
+       "open shards with O_DIRECT (aligned reads), where the filesystem allows it")
+      ("force", po::bool_switch()->default_value(false),
+       "prepare-data: replace a dataset in data.dir that was prepared with other parameters");
+
   po::options_description drill("Drill (trainproof drill)");
   drill.add_options()
       ("launcher", po::value<std::string>()->default_value(""),
@@ -139,6 +165,8 @@ po::options_description registry() {
        "pretend the ranks are spread evenly over this many hosts")
       ("test.skip_restore", po::value<std::string>()->default_value(""),
        "moment1: a restore leaves the momentum zero (the negative control of resume equality)")
+      ("test.read_delay_ms", po::value<double>()->default_value(0.0),
+       "each dataset sample read sleeps this long (the negative control of the data stall)")
       ("test.mpi_error_rank", po::value<int>()->default_value(-1),
        "make this rank issue an invalid MPI call before training (exit code 3 path)");
   // clang-format on
@@ -152,6 +180,7 @@ po::options_description registry() {
       .add(checkpoint)
       .add(watchdog)
       .add(faults)
+      .add(data)
       .add(drill)
       .add(test);
   return all;
@@ -167,6 +196,13 @@ std::string read_file(const std::string& path) {
 
 int64_t positive(const po::variables_map& vm, const char* name) {
   const int64_t value = vm[name].as<int64_t>();
+  if (value <= 0)
+    throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
+  return value;
+}
+
+int64_t positive_int(const po::variables_map& vm, const char* name) {
+  const int value = vm[name].as<int>();
   if (value <= 0)
     throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
   return value;
@@ -207,7 +243,8 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   int first = 1;
   if (argc > 1 && argv[1][0] != '-') {
     inv.subcommand = argv[1];
-    if (inv.subcommand != "train" && inv.subcommand != "report" && inv.subcommand != "drill")
+    if (inv.subcommand != "train" && inv.subcommand != "report" && inv.subcommand != "drill" &&
+        inv.subcommand != "prepare-data")
       throw UsageError("unknown subcommand '" + inv.subcommand + "' (known: " + kSubcommands + ")");
     first = 2;
   }
@@ -262,6 +299,8 @@ std::string help_text(const std::string& subcommand) {
            "  drill    recovery drill: launch train with faults, relaunch with --resume auto "
            "after\n"
            "           each failure, and prove the final state bit-identical to a reference run\n"
+           "  prepare-data  write a synthetic dataset to data.dir (MPI: every rank writes its\n"
+           "           share of the shards), for train to read with data.dir\n"
            "  report   print the summary of an existing JSON report: trainproof report FILE\n\n"
            "Launch train with mpirun or srun, one rank per device or core set. Every option can\n"
            "also be set in a scenario file: [train] steps = 100 is --train.steps=100.\n"
@@ -269,6 +308,12 @@ std::string help_text(const std::string& subcommand) {
   } else if (subcommand == "train") {
     out << "usage: mpirun -np N trainproof train [--scenario FILE] [options]\n"
            "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
+  } else if (subcommand == "prepare-data") {
+    out << "usage: mpirun -np N trainproof prepare-data --data.dir=DIR [--scenario FILE] "
+           "[options]\n"
+           "Writes data.samples samples (content from train.seed) in data.files shards of\n"
+           "data.format, with a checksum per sample and data.dir/index.json. Running it again\n"
+           "with the same parameters does nothing; with others it is an error unless --force.\n";
   } else if (subcommand == "drill") {
     out << "usage: trainproof drill --launcher \"mpirun -np N\" [--scenario FILE] [options]\n"
            "Not an MPI rank: runs the launcher itself. A reference run, then the run with the\n"
@@ -351,6 +396,31 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   c.test.skip_clock_alignment = vm["test.skip_clock_alignment"].as<bool>();
   c.test.split_hosts = vm["test.split_hosts"].as<int>();
   c.test.mpi_error_rank = vm["test.mpi_error_rank"].as<int>();
+  c.test.read_delay_ms = vm["test.read_delay_ms"].as<double>();
+  DataConfig& d = c.data;
+  d.dir = vm["data.dir"].as<std::string>();
+  d.format = one_of(vm, "data.format", {"raw", "hdf5"});
+  d.files = int(positive_int(vm, "data.files"));
+  d.samples = positive(vm, "data.samples");
+  d.sample_bytes = positive(vm, "data.sample_bytes");
+  d.spread = in_range(vm, "data.spread", 0.0, 0.99, false);
+  d.readers = int(positive_int(vm, "data.readers"));
+  d.prefetch = vm["data.prefetch"].as<int>();
+  if (d.prefetch < 0 || d.prefetch > 1024)
+    throw UsageError("data.prefetch must be in [0, 1024], got " + std::to_string(d.prefetch));
+  d.verify = vm["data.verify"].as<bool>();
+  d.cache = one_of(vm, "data.cache", {"keep", "drop"});
+  d.direct = vm["data.direct"].as<bool>();
+  d.force = vm["force"].as<bool>();
+  if (d.files > d.samples)
+    throw UsageError("data.files=" + std::to_string(d.files) +
+                     " is more than data.samples=" + std::to_string(d.samples));
+  for (const char* name :
+       {"data.format", "data.files", "data.samples", "data.sample_bytes", "data.spread"})
+    if (!vm[name].defaulted()) d.given.push_back(name);
+  c.epochs = vm["train.epochs"].as<double>();
+  if (c.epochs < 0) throw UsageError("train.epochs must be >= 0, got " + std::to_string(c.epochs));
+  if (c.epochs > 0 && d.dir.empty()) throw UsageError("train.epochs needs data.dir");
   c.test.skip_restore = one_of(vm, "test.skip_restore", {"", "moment1"});
   if (c.test.split_hosts < 0) throw UsageError("test.split_hosts must be >= 0");
   return c;
@@ -364,7 +434,14 @@ std::string scenario_hash(const TrainConfig& c) {
             << ";train.seed=" << c.seed << ";train.optimizer=" << int(c.optimizer.kind)
             << ";lr=" << c.optimizer.lr << ";momentum=" << c.optimizer.momentum
             << ";beta1=" << c.optimizer.beta1 << ";beta2=" << c.optimizer.beta2
-            << ";eps=" << c.optimizer.eps << ";data=synthetic-philox4x32-10";
+            << ";eps=" << c.optimizer.eps << ";data=";
+  // A dataset's content is a function of its samples, lengths and the seed, never of its
+  // format or shard count, so those may change between a checkpoint and its resume.
+  if (c.data.dir.empty())
+    canonical << "synthetic-philox4x32-10";
+  else
+    canonical << "dataset:samples=" << c.data.samples << ",bytes=" << c.data.sample_bytes
+              << ",spread=" << c.data.spread;
   const std::string text = canonical.str();
   return digest_of(text.data(), text.size()).hex();
 }

@@ -7,6 +7,7 @@
 #include "app/build_info.h"
 #include "app/cli.h"
 #include "app/drill_command.h"
+#include "app/prepare_command.h"
 #include "app/train_command.h"
 #include "common/errors.h"
 
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     }
     if (inv.subcommand == "report") return tp::run_report(inv);
     if (inv.subcommand == "drill") return tp::run_drill(inv);
+    if (inv.subcommand == "prepare-data") return tp::run_prepare_data(inv);
     return tp::run_train(inv);
   } catch (const tp::UsageError& e) {
     if (is_launch_rank_zero()) std::fprintf(stderr, "trainproof: error: %s\n", e.what());

@@ -324,6 +324,10 @@ json build_report(const RunRecord& run) {
   report["gate"] = {{"checks", checks}};
   if (!cfg.checkpoint_dir.empty())
     report["checkpoint"] = checkpoint_json(run, phases["checkpoint"]);
+  if (run.data.is_object()) {
+    report["data"] = run.data;
+    report["data"]["stall"] = phases["data"];  // the step's wait for its batch
+  }
   return report;
 }
 

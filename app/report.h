@@ -32,7 +32,9 @@ struct RunRecord {
   std::vector<std::vector<StepTiming>> timings;  // [rank][measured step]
   std::vector<std::string> digests;              // [rank], hex
   int64_t steps_run = 0;
-  double first_step_end_unix = 0;  // rank 0's wall clock; a drill's RTO ends here
+  double first_step_end_unix = 0;
+  nlohmann::json data;  // the loader's section when data.dir was read; null else  // rank 0's wall
+                        // clock; a drill's RTO ends here
   std::optional<CheckpointRestore> restored;
   double checkpoint_final_wait_s = 0;  // async: the end of the run waiting for its last commit
   std::vector<CheckpointSave> saves;   // this process's checkpoints, in order

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,8 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/sysinfo.h"
+#include "data/dataset.h"
+#include "data/loader.h"
 #include "kernels/cpu_backend.h"
 #include "kernels/gpu_loader.h"
 #include "mpi/check.h"
@@ -35,6 +38,67 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+uint64_t memory_total_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemTotal:") return kib * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+// The report's data section from every rank's loader figures (5 per rank, rank-major).
+json data_json(const TrainConfig& cfg, const DatasetSpec& spec, const std::vector<double>& per_rank,
+               int ranks) {
+  uint64_t total_bytes = 0;
+  for (int f = 0; f < spec.files; ++f)
+    for (int64_t s = shard_first(spec, f); s < shard_first(spec, f + 1); ++s)
+      total_bytes += uint64_t(sample_length(spec, s));
+  double bytes = 0, samples = 0, busy = 0, window = 0, ram = 0;
+  double rank_min = 0, rank_max = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const double* f = &per_rank[size_t(r) * 5];
+    bytes += f[0];
+    samples += f[1];
+    busy += f[2];
+    window = std::max(window, f[3]);
+    ram += f[4];
+    const double gbps = f[3] > 0 ? f[0] / f[3] / 1e9 : 0.0;
+    rank_min = r == 0 ? gbps : std::min(rank_min, gbps);
+    rank_max = std::max(rank_max, gbps);
+  }
+  json data{{"dir", cfg.data.dir},
+            {"format", spec.format},
+            {"files", spec.files},
+            {"samples", spec.samples},
+            {"dataset_bytes", total_bytes},
+            {"readers", cfg.data.readers},
+            {"prefetch", cfg.data.prefetch},
+            {"verify", cfg.data.verify},
+            {"cache", cfg.data.cache},
+            {"direct", cfg.data.direct},
+            {"epochs", double(cfg.steps) * double(cfg.model.global_batch) / double(spec.samples)},
+            {"bytes_read", uint64_t(bytes)},
+            {"samples_read", uint64_t(samples)},
+            {"reader_busy_s", busy},
+            {"read_gbps", window > 0 ? bytes / window / 1e9 : 0.0},
+            {"rank_read_gbps", {{"min", rank_min}, {"max", rank_max}}},
+            {"samples_per_s", window > 0 ? samples / window : 0.0},
+            {"ram_of_reading_nodes", uint64_t(ram)},
+            {"page_cache_warning", ""}};
+  if (double(total_bytes) < 5.0 * ram)
+    data["page_cache_warning"] =
+        "the dataset (" + std::to_string(total_bytes / 1000000) +
+        " MB) is smaller than 5x the RAM "
+        "of the nodes reading it (" +
+        std::to_string(uint64_t(ram) / 1000000) +
+        " MB): the page cache can hold it, so read figures may measure memory, not storage "
+        "(MLPerf Storage requires 5x; or use data.cache=drop)";
+  return data;
+}
 
 CheckpointOptions checkpoint_options(const TrainConfig& cfg) {
   CheckpointOptions o;
@@ -337,6 +401,38 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   }
   if (const std::string first = first_problem(world, problem); !first.empty())
     throw UsageError(first);
+  // A dataset on storage: its index is authoritative; options given explicitly must agree.
+  std::optional<DatasetSpec> dataset;
+  if (!cfg.data.dir.empty()) {
+    std::string data_problem;
+    try {
+      dataset = read_index(cfg.data.dir);
+      DatasetSpec wanted = *dataset;
+      for (const std::string& name : cfg.data.given) {
+        if (name == "data.format") wanted.format = cfg.data.format;
+        if (name == "data.files") wanted.files = cfg.data.files;
+        if (name == "data.samples") wanted.samples = cfg.data.samples;
+        if (name == "data.sample_bytes") wanted.sample_bytes = cfg.data.sample_bytes;
+        if (name == "data.spread") wanted.spread = cfg.data.spread;
+      }
+      wanted.seed = cfg.seed;
+      if (const std::string d = index_difference(*dataset, wanted); !d.empty())
+        data_problem = "data.dir '" + cfg.data.dir + "' holds a different dataset (" + d +
+                       "; dataset vs this run); rerun prepare-data";
+    } catch (const UsageError& e) {
+      data_problem = e.what();
+    }
+    if (const std::string first = first_problem(world, data_problem); !first.empty())
+      throw UsageError(first);
+    cfg.data.format = dataset->format;
+    cfg.data.files = dataset->files;
+    cfg.data.samples = dataset->samples;
+    cfg.data.sample_bytes = dataset->sample_bytes;
+    cfg.data.spread = dataset->spread;
+    if (cfg.epochs > 0)
+      cfg.steps = int64_t(
+          std::ceil(cfg.epochs * double(dataset->samples) / double(cfg.model.global_batch)));
+  }
   for (FaultSpec& f : cfg.faults) {
     if (f.kind == FaultSpec::Kind::corrupt)
       throw UsageError("--fault '" + f.text +
@@ -438,12 +534,35 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
         cfg.overlap ? "overlapped" : "blocking");
   mpiCheck(MPI_Barrier(world.comm));
 
-  SyntheticBatchSource source(cfg.model, share, cfg.seed);
+  std::unique_ptr<BatchSource> source;
+  DatasetBatchSource* loader = nullptr;
+  if (dataset) {
+    LoaderOptions lo;
+    lo.readers = cfg.data.readers;
+    lo.prefetch = cfg.data.prefetch;
+    lo.verify = cfg.data.verify;
+    lo.drop_cache = cfg.data.cache == "drop";
+    lo.direct = cfg.data.direct;
+    lo.test_read_delay_ms = cfg.test.read_delay_ms;
+    lo.last_step = cfg.steps;
+    std::string open_problem;
+    try {
+      auto owned = std::make_unique<DatasetBatchSource>(*dataset, cfg.model, share, cfg.seed, lo);
+      loader = owned.get();
+      source = std::move(owned);
+    } catch (const RuntimeError& e) {
+      open_problem = "data.dir on host " + world.host + ": " + e.what();
+    }
+    if (const std::string first = first_problem(world, open_problem); !first.empty())
+      throw UsageError(first);
+  } else {
+    source = std::make_unique<SyntheticBatchSource>(cfg.model, share, cfg.seed);
+  }
   FaultInjector faults(cfg.faults, world.rank, world.host, heartbeat->dir());
   if (store)
     store->set_fault_hook(
         [&faults](int64_t step, const char* point) { faults.at_checkpoint(step, point); });
-  StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, source, faults, *heartbeat,
+  StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, *source, faults, *heartbeat,
                 clock);
   // Async checkpoints: the writer thread has its own communicator and store, so its collectives
   // never interleave with the step's.
@@ -548,6 +667,12 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   const auto affinities = gather_strings_at_root(world, cpu_affinity_list());
   const auto numa = gather_strings_at_root(world, numa_nodes_of(cpu_affinity()));
   const auto devices = gather_strings_at_root(world, backends.compute->device());
+  // The loader's figures, per rank, and each host's RAM (from its first rank) for the 5x rule.
+  const LoaderStats loaded = loader ? loader->stats() : LoaderStats{};
+  const std::vector<double> all_loaded =
+      gather_at_root(world, {double(loaded.bytes_read), double(loaded.samples_read),
+                             loaded.reader_busy_s, loaded.last_read_s - loaded.first_read_s,
+                             world.local_rank == 0 ? double(memory_total_bytes()) : 0.0});
   const HostGpuFacts gpu_facts = gather_gpu_facts(world, backends);
 
   int exit_code = kExitPass;
@@ -571,6 +696,11 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     }
     run.context = build_context(inv, cfg, world, start_time, backends, gpu_facts, int64_t(steps),
                                 folder_facts);
+    if (dataset) {
+      run.data = data_json(cfg, *dataset, all_loaded, world.size);
+      if (const std::string w = run.data["page_cache_warning"]; !w.empty())
+        run.context["warnings"].push_back(w);
+    }
     const json report = build_report(run);
     const std::string path = inv.options["report"].as<std::string>();
     write_report(path, report);

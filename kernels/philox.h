@@ -38,7 +38,14 @@ TP_HD inline Counter philox4x32_10(Counter c, Key k) {
 }
 
 // Streams keep init and data draws apart even when their indices coincide.
-enum Stream : uint32_t { kParams = 1, kInputs = 2, kTargets = 3 };
+enum Stream : uint32_t {
+  kParams = 1,
+  kInputs = 2,
+  kTargets = 3,
+  kSampleBytes = 4,   // dataset sample content
+  kSampleLength = 5,  // dataset sample length
+  kShuffle = 6,       // per-epoch sample order
+};
 
 // Exact map of 24 random bits to a float on the grid k*2^-23 - 1, i.e. uniform in [-1, 1).
 TP_HD inline float to_symmetric_unit(uint32_t bits) {

@@ -19,6 +19,24 @@ struct TestHooks {
   int split_hosts = 0;       // pretend the ranks are spread over this many hosts
   int mpi_error_rank = -1;   // makes this rank issue an invalid MPI call, to exercise exit code 3
   std::string skip_restore;  // "moment1": restore leaves it zero (negative control of resume)
+  double read_delay_ms = 0;  // each dataset sample read sleeps this long
+};
+
+// The storage-backed dataset (data/), when data.dir is set; the synthetic in-memory source else.
+struct DataConfig {
+  std::string dir;
+  std::string format = "raw";
+  int files = 4;
+  int64_t samples = 1024;
+  int64_t sample_bytes = 65536;
+  double spread = 0.0;
+  std::vector<std::string> given;  // the shape options set explicitly (checked against the index)
+  int readers = 2;
+  int prefetch = 2;
+  bool verify = false;
+  std::string cache = "keep";  // or drop
+  bool direct = false;
+  bool force = false;  // prepare-data: replace a different dataset
 };
 
 struct TrainConfig {
@@ -44,6 +62,8 @@ struct TrainConfig {
   bool checkpoint_shard_optimizer = false;
   bool checkpoint_async = false;
   std::string resume = "none";  // none, auto, require
+  DataConfig data;
+  double epochs = 0;  // > 0: train.steps follows from the dataset (ceil(epochs * samples / batch))
   TestHooks test;
 };
 

@@ -1,0 +1,233 @@
+#include "data/loader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/errors.h"
+#include "kernels/philox.h"
+
+namespace tp {
+namespace {
+
+double steady_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+constexpr uint64_t kDirectAlign = 4096;
+
+}  // namespace
+
+int64_t EpochOrder::sample_at(int64_t position) {
+  const int64_t epoch = position / samples_;
+  if (epoch != epoch_) {
+    // Fisher-Yates with counter-based draws keyed by (seed, epoch, i): any rank, any resume,
+    // computes the same order.
+    order_.resize(size_t(samples_));
+    for (int64_t i = 0; i < samples_; ++i) order_[size_t(i)] = i;
+    for (int64_t i = samples_ - 1; i > 0; --i) {
+      const philox::Counter bits =
+          philox::block_bits(seed_, philox::kShuffle, uint64_t(epoch), uint64_t(i));
+      const uint64_t draw = (uint64_t(bits[0]) << 32) | bits[1];
+      std::swap(order_[size_t(i)], order_[size_t(draw % uint64_t(i + 1))]);
+    }
+    epoch_ = epoch;
+  }
+  return order_[size_t(position % samples_)];
+}
+
+DatasetBatchSource::DatasetBatchSource(DatasetSpec spec, const ModelSpec& model, BatchShare share,
+                                       uint64_t seed, LoaderOptions options)
+    : spec_(std::move(spec)),
+      model_(model),
+      share_(share),
+      seed_(seed),
+      options_(options),
+      order_(spec_.samples, seed) {
+  for (int f = 0; f < spec_.files; ++f) {
+    shards_.push_back(load_shard_index(spec_, f));
+    const int flags = O_RDONLY | (options_.direct ? O_DIRECT : 0);
+    const int fd = ::open(shards_.back().path.c_str(), flags);
+    if (fd < 0) {
+      const std::string why = std::strerror(errno);
+      for (int open_fd : fds_) ::close(open_fd);
+      throw RuntimeError("cannot open " + shards_.back().path +
+                         (options_.direct ? " with O_DIRECT (data.direct=true)" : "") + ": " + why);
+    }
+    fds_.push_back(fd);
+  }
+  for (int r = 0; r < std::max(1, options_.readers); ++r)
+    readers_.emplace_back([this] { read_loop(); });
+}
+
+DatasetBatchSource::~DatasetBatchSource() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  for (std::thread& t : readers_) t.join();
+  for (int fd : fds_) ::close(fd);
+}
+
+void DatasetBatchSource::schedule(int64_t step) {
+  Pending pending;
+  pending.samples.resize(size_t(share_.samples));
+  pending.remaining = share_.samples;
+  std::vector<Job> jobs;
+  for (int i = 0; i < share_.samples; ++i) {
+    const int64_t position = (step - 1) * model_.global_batch + share_.first + i;
+    const int64_t sample = order_.sample_at(position);
+    pending.ids.push_back(sample);
+    jobs.push_back({step, i, sample});
+  }
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    pending_[step] = std::move(pending);
+    jobs_.insert(jobs_.end(), jobs.begin(), jobs.end());
+  }
+  work_.notify_all();
+}
+
+void DatasetBatchSource::read_loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      work_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      job = jobs_.front();
+      jobs_.pop_front();
+    }
+    std::vector<unsigned char> bytes;
+    std::string error;
+    const double start = steady_now();
+    try {
+      read_sample(job.sample, bytes);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    const double end = steady_now();
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      stats_.reader_busy_s += end - start;
+      stats_.bytes_read += bytes.size();
+      stats_.samples_read += 1;
+      if (stats_.first_read_s == 0) stats_.first_read_s = start;
+      stats_.last_read_s = std::max(stats_.last_read_s, end);
+      Pending& p = pending_[job.step];
+      p.samples[size_t(job.slot)] = std::move(bytes);
+      if (!error.empty() && p.error.empty()) p.error = error;
+      --p.remaining;
+    }
+    done_.notify_all();
+  }
+}
+
+void DatasetBatchSource::read_sample(int64_t sample, std::vector<unsigned char>& out) {
+  // The shard holding `sample`: shards hold consecutive ranges in order.
+  size_t f = size_t(std::upper_bound(
+                        shards_.begin(), shards_.end(), sample,
+                        [](int64_t s, const ShardIndex& shard) { return s < shard.first_sample; }) -
+                    shards_.begin()) -
+             1;
+  const ShardIndex& shard = shards_[f];
+  const size_t i = size_t(sample - shard.first_sample);
+  const uint64_t length = shard.lengths.at(i);
+  out.resize(length);
+  // (file offset, bytes) pieces: one for raw; split at chunk bounds for hdf5.
+  std::vector<std::pair<uint64_t, uint64_t>> pieces;
+  uint64_t logical = shard.offsets[i];
+  for (uint64_t left = length; left > 0;) {
+    if (shard.chunk_bytes == 0) {
+      pieces.emplace_back(logical, left);
+      break;
+    }
+    const uint64_t c = logical / shard.chunk_bytes, within = logical % shard.chunk_bytes;
+    const uint64_t n = std::min(left, shard.chunk_bytes - within);
+    pieces.emplace_back(shard.chunk_address.at(c) + within, n);
+    logical += n;
+    left -= n;
+  }
+  uint64_t filled = 0;
+  for (const auto& [offset, bytes] : pieces) {
+    if (options_.direct) {
+      // O_DIRECT needs aligned offsets, sizes and memory: read the aligned superset.
+      const uint64_t begin = offset / kDirectAlign * kDirectAlign;
+      const uint64_t end = (offset + bytes + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+      void* aligned = nullptr;
+      if (::posix_memalign(&aligned, kDirectAlign, end - begin) != 0)
+        throw RuntimeError("out of memory for an O_DIRECT read");
+      const ssize_t n = ::pread(fds_[f], aligned, end - begin, off_t(begin));
+      const bool ok = n >= ssize_t(offset + bytes - begin);
+      if (ok)
+        std::memcpy(out.data() + filled, static_cast<char*>(aligned) + (offset - begin), bytes);
+      std::free(aligned);
+      if (!ok)
+        throw RuntimeError("read " + shard.path + " (sample " + std::to_string(sample) +
+                           ") with O_DIRECT: " + (n < 0 ? std::strerror(errno) : "short read"));
+    } else {
+      uint64_t done = 0;
+      while (done < bytes) {
+        const ssize_t n =
+            ::pread(fds_[f], out.data() + filled + done, bytes - done, off_t(offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+          throw RuntimeError("read " + shard.path + " (sample " + std::to_string(sample) +
+                             "): " + (n < 0 ? std::strerror(errno) : "end of file"));
+        done += uint64_t(n);
+      }
+    }
+    if (options_.drop_cache)
+      ::posix_fadvise(fds_[f], off_t(offset), off_t(bytes), POSIX_FADV_DONTNEED);
+    filled += bytes;
+  }
+  if (options_.test_read_delay_ms > 0)
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::milli>(options_.test_read_delay_ms));
+  if (options_.verify && sample_checksum(out.data(), out.size()) != shard.checksums[i])
+    throw RuntimeError("data.verify: sample " + std::to_string(sample) + " in " + shard.path +
+                       " (bytes " + std::to_string(shard.offsets[i]) + "+" +
+                       std::to_string(length) + ") fails its checksum");
+}
+
+void DatasetBatchSource::next(int64_t step, Batch& batch) {
+  // Keep `prefetch` batches queued ahead of this one.
+  if (scheduled_until_ < step) scheduled_until_ = step - 1;
+  const int64_t ahead = std::min(step + std::max(0, options_.prefetch), options_.last_step);
+  while (scheduled_until_ < std::max(step, ahead)) schedule(++scheduled_until_);
+  Pending ready;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return pending_.at(step).remaining == 0; });
+    ready = std::move(pending_.at(step));
+    pending_.erase(step);
+  }
+  if (!ready.error.empty()) throw RuntimeError(ready.error);
+
+  const size_t per_sample = size_t(model_.seq) * model_.hidden;
+  batch.samples = share_.samples;
+  batch.first_global_sample = (step - 1) * model_.global_batch + share_.first;
+  batch.inputs.resize(per_sample * share_.samples);
+  batch.targets.resize(per_sample * share_.samples);
+  for (int i = 0; i < share_.samples; ++i) {
+    // Bytes on the grid k/128 - 1 (exact in fp32), repeated to fill the sample's input.
+    const std::vector<unsigned char>& bytes = ready.samples[size_t(i)];
+    float* in = batch.inputs.data() + per_sample * i;
+    for (size_t k = 0; k < per_sample; ++k) in[k] = float(bytes[k % bytes.size()]) * 0x1p-7f - 1.0f;
+    philox::fill_uniform(batch.targets.data() + per_sample * i, per_sample, seed_, philox::kTargets,
+                         uint64_t(ready.ids[size_t(i)]), 1.0f);
+  }
+}
+
+LoaderStats DatasetBatchSource::stats() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return stats_;
+}
+
+}  // namespace tp

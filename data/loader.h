@@ -1,0 +1,98 @@
+#pragma once
+// The storage-backed batch source: `data.readers` threads per rank read samples with pread (raw
+// shards, or HDF5 shards through their chunk addresses, resolved once), `data.prefetch` batches
+// ahead of the step. The step's data phase is the time it waits for its batch: the exposed stall.
+//
+// Order: the global sample positions (step-1)*B .. step*B-1 map to epoch p / N and, within it,
+// to a permutation of the N samples drawn from (seed, epoch); each rank takes its contiguous
+// share of the global batch. Sample bytes become the inputs, so a wrong read changes the digest.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/dataset.h"
+#include "train/batch_source.h"
+
+namespace tp {
+
+struct LoaderOptions {
+  int readers = 2;
+  int prefetch = 2;
+  bool verify = false;
+  bool drop_cache = false;        // data.cache=drop: posix_fadvise(DONTNEED) after each read
+  bool direct = false;            // data.direct: O_DIRECT, aligned reads
+  double test_read_delay_ms = 0;  // test-only throttle per sample read
+  int64_t last_step = 0;          // nothing is read ahead past it
+};
+
+struct LoaderStats {
+  uint64_t bytes_read = 0;
+  int64_t samples_read = 0;
+  double reader_busy_s = 0;                  // summed over this rank's reader threads
+  double first_read_s = 0, last_read_s = 0;  // steady clock: this rank's reading window
+};
+
+// The dataset sample at a global position (epoch-wise permutation of (seed, epoch)).
+class EpochOrder {
+ public:
+  EpochOrder(int64_t samples, uint64_t seed) : samples_(samples), seed_(seed) {}
+  int64_t sample_at(int64_t position);
+
+ private:
+  int64_t samples_;
+  uint64_t seed_;
+  int64_t epoch_ = -1;
+  std::vector<int64_t> order_;
+};
+
+class DatasetBatchSource final : public BatchSource {
+ public:
+  DatasetBatchSource(DatasetSpec spec, const ModelSpec& model, BatchShare share, uint64_t seed,
+                     LoaderOptions options);
+  ~DatasetBatchSource() override;
+  std::string name() const override { return "dataset"; }
+  void next(int64_t step, Batch& batch) override;
+  LoaderStats stats() const;
+
+ private:
+  struct Job {
+    int64_t step;
+    int slot;
+    int64_t sample;
+  };
+  struct Pending {
+    std::vector<std::vector<unsigned char>> samples;
+    std::vector<int64_t> ids;
+    int remaining = 0;
+    std::string error;
+  };
+
+  void schedule(int64_t step);
+  void read_loop();
+  void read_sample(int64_t sample, std::vector<unsigned char>& out);
+
+  DatasetSpec spec_;
+  ModelSpec model_;
+  BatchShare share_;
+  uint64_t seed_;
+  LoaderOptions options_;
+  EpochOrder order_;
+  std::vector<ShardIndex> shards_;
+  std::vector<int> fds_;
+  int64_t scheduled_until_ = 0;  // steps up to here have their reads queued
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_, done_;
+  std::deque<Job> jobs_;
+  std::map<int64_t, Pending> pending_;
+  bool stopping_ = false;
+  LoaderStats stats_;
+  std::vector<std::thread> readers_;
+};
+
+}  // namespace tp
