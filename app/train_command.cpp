@@ -559,9 +559,18 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     source = std::make_unique<SyntheticBatchSource>(cfg.model, share, cfg.seed);
   }
   FaultInjector faults(cfg.faults, world.rank, world.host, heartbeat->dir());
+  // The loader's position is a function of the step; the manifest records it for inspection.
+  const auto loader_position = [&](int64_t step) {
+    if (!dataset) return json::object();
+    const int64_t consumed = step * cfg.model.global_batch;
+    return json{
+        {"data_loader",
+         {{"epoch", consumed / dataset->samples}, {"cursor", consumed % dataset->samples}}}};
+  };
   if (store)
     store->set_fault_hook(
         [&faults](int64_t step, const char* point) { faults.at_checkpoint(step, point); });
+  if (store) store->set_manifest_extra(loader_position);
   StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, *source, faults, *heartbeat,
                 clock);
   // Async checkpoints: the writer thread has its own communicator and store, so its collectives
@@ -575,6 +584,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
                                                      scenario_hash(cfg), clock);
     writer_store->set_fault_hook(
         [&faults](int64_t step, const char* point) { faults.at_checkpoint(step, point); });
+    writer_store->set_manifest_extra(loader_position);
     writer = std::make_unique<AsyncCheckpointWriter>(*writer_store);
   }
   std::vector<CheckpointSave> saves;

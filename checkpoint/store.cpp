@@ -329,6 +329,7 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
       save.bytes = uint64_t(fs::file_size(partial + "/" + kSharedFile));
       manifest["files"].push_back({{"name", kSharedFile}, {"bytes", save.bytes}, {"slabs", slabs}});
     }
+    if (manifest_extra_) manifest.update(manifest_extra_(state.step));
     const std::string text = manifest.dump(2) + "\n";
     write_durably(partial + "/MANIFEST.json", text.data(), text.size(), clock_);
     fsync_path(partial, O_RDONLY | O_DIRECTORY);

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "checkpoint/folder_facts.h"
 #include "checkpoint/slices.h"
@@ -88,6 +88,10 @@ class CheckpointStore {
   void set_fault_hook(std::function<void(int64_t step, const char* point)> hook) {
     fault_hook_ = std::move(hook);
   }
+  // Extra manifest fields for a step, such as the data loader's position.
+  void set_manifest_extra(std::function<nlohmann::json(int64_t step)> extra) {
+    manifest_extra_ = std::move(extra);
+  }
 
  private:
   bool sliced() const;
@@ -105,6 +109,7 @@ class CheckpointStore {
   std::string scenario_hash_;
   const AlignedClock& clock_;
   std::function<void(int64_t, const char*)> fault_hook_;
+  std::function<nlohmann::json(int64_t)> manifest_extra_;
 };
 
 }  // namespace tp

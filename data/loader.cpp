@@ -215,11 +215,15 @@ void DatasetBatchSource::next(int64_t step, Batch& batch) {
   batch.first_global_sample = (step - 1) * model_.global_batch + share_.first;
   batch.inputs.resize(per_sample * share_.samples);
   batch.targets.resize(per_sample * share_.samples);
+  std::vector<unsigned char> folded(per_sample);
   for (int i = 0; i < share_.samples; ++i) {
-    // Bytes on the grid k/128 - 1 (exact in fp32), repeated to fill the sample's input.
+    // Every byte read reaches the compute: a sample longer than the input is XOR-folded onto
+    // it, a shorter one repeated. Bytes map onto the grid k/128 - 1, exact in fp32.
     const std::vector<unsigned char>& bytes = ready.samples[size_t(i)];
+    for (size_t k = 0; k < per_sample; ++k) folded[k] = bytes[k % bytes.size()];
+    for (size_t k = per_sample; k < bytes.size(); ++k) folded[k % per_sample] ^= bytes[k];
     float* in = batch.inputs.data() + per_sample * i;
-    for (size_t k = 0; k < per_sample; ++k) in[k] = float(bytes[k % bytes.size()]) * 0x1p-7f - 1.0f;
+    for (size_t k = 0; k < per_sample; ++k) in[k] = float(folded[k]) * 0x1p-7f - 1.0f;
     philox::fill_uniform(batch.targets.data() + per_sample * i, per_sample, seed_, philox::kTargets,
                          uint64_t(ready.ids[size_t(i)]), 1.0f);
   }

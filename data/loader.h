@@ -5,7 +5,8 @@
 //
 // Order: the global sample positions (step-1)*B .. step*B-1 map to epoch p / N and, within it,
 // to a permutation of the N samples drawn from (seed, epoch); each rank takes its contiguous
-// share of the global batch. Sample bytes become the inputs, so a wrong read changes the digest.
+// share of the global batch. Every sample byte reaches the inputs, so a wrong read changes the
+// digest.
 #include <atomic>
 #include <condition_variable>
 #include <deque>

@@ -1,0 +1,143 @@
+"""The data path: prepare-data, the loader (readers, prefetch, shuffle, verify), its measured
+stall, and bit-exact resume with the loader in the middle of an epoch."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import unittest
+
+from harness import BIN, MPIEXEC, TINY, main, mpirun
+
+SHAPE = {"data.samples": "64", "data.sample_bytes": "4096", "data.spread": "0.25",
+         "data.files": "3"}
+
+
+def prepare(ranks, folder, *args, **shape):
+    options = dict(SHAPE, **{f"data.{k}": str(v) for k, v in shape.items()})
+    return subprocess.run([MPIEXEC, "-np", str(ranks), "--oversubscribe", BIN, "prepare-data",
+                           "--scenario", TINY, f"--data.dir={folder}",
+                           *[f"--{k}={v}" for k, v in options.items()], *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+class Data(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="trainproof-data-")
+        cls.raw = os.path.join(cls.tmp, "raw")
+        cls.hdf5 = os.path.join(cls.tmp, "hdf5")
+        for folder, fmt in ((cls.raw, "raw"), (cls.hdf5, "hdf5")):
+            run = prepare(2, folder, f"--data.format={fmt}")
+            assert run.returncode == 0, run.stdout + run.stderr
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def train(self, ranks, folder, *args):
+        run = mpirun(ranks, f"--data.dir={folder}", *args)
+        return run
+
+    def test_every_sample_reads_back_and_verifies_in_both_formats(self):
+        digests = set()
+        for folder in (self.raw, self.hdf5):
+            run = self.train(2, folder, "--data.verify=true", "--train.epochs=2")
+            self.assertEqual(run.returncode, 0, run)
+            data = run.report["data"]
+            self.assertEqual(run.report["train"]["steps_completed"], 16)  # 2 * 64 / 8
+            self.assertEqual(data["samples_read"], 128)  # every sample, exactly twice
+            self.assertGreater(data["bytes_read"], 0)
+            digests.add(run.report["train"]["final_digest"])
+        # The content is the same whatever the format: so is the trained state.
+        self.assertEqual(len(digests), 1)
+        synthetic = mpirun(2, "--train.steps=16").report["train"]["final_digest"]
+        self.assertNotIn(synthetic, digests, "the samples read must feed the compute")
+
+    def test_flipped_byte_is_detected_naming_file_and_sample(self):
+        damaged = os.path.join(self.tmp, "damaged")
+        shutil.copytree(self.raw, damaged)
+        # Sample 5 of shard 1: its offset and length from the shard's index (u64 triplets).
+        with open(os.path.join(damaged, "shard-00001.idx"), "rb") as f:
+            offset, length, _ = struct.unpack_from("<QQQ", f.read(), 5 * 24)
+        index = json.load(open(os.path.join(damaged, "index.json")))
+        sample = index["shards"][1]["first_sample"] + 5
+        path = os.path.join(damaged, "shard-00001.bin")
+        with open(path, "r+b") as f:
+            f.seek(offset + length // 2)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0x10]))
+        run = self.train(2, damaged, "--data.verify=true", "--train.epochs=1")
+        self.assertEqual(run.returncode, 3, run)
+        self.assertIn(f"sample {sample} in {path}", run.stderr)
+        # Without verification the damage goes unnoticed by the loader but not by the digest.
+        quiet = self.train(2, damaged, "--train.epochs=1")
+        self.assertEqual(quiet.returncode, 0, quiet)
+        clean = self.train(2, self.raw, "--train.epochs=1")
+        self.assertNotEqual(quiet.report["train"]["final_digest"],
+                            clean.report["train"]["final_digest"])
+
+    def test_resume_mid_epoch_is_bit_exact(self):
+        ckpt = os.path.join(self.tmp, "ckpt")
+        common = [f"--checkpoint.dir={ckpt}", "--checkpoint.every=3"]
+        first = self.train(2, self.raw, *common, "--train.steps=10")
+        self.assertEqual(first.returncode, 0, first)
+        resumed = self.train(2, self.raw, *common, "--resume", "auto")
+        self.assertEqual(resumed.returncode, 0, resumed)
+        self.assertEqual(resumed.report["train"]["restored_step"], 9)  # epoch 1, sample 8 of 64
+        manifest = json.load(open(os.path.join(ckpt, "step-00000009", "MANIFEST.json")))
+        self.assertEqual(manifest["data_loader"], {"epoch": 1, "cursor": 8})
+        whole = self.train(2, self.raw)
+        self.assertEqual(resumed.report["train"]["final_digest"],
+                         whole.report["train"]["final_digest"])
+        shutil.rmtree(ckpt)
+
+    def test_readers_and_prefetch_change_timings_never_the_digest(self):
+        digests = set()
+        for readers, prefetch in ((1, 0), (4, 6), (2, 1)):
+            run = self.train(2, self.hdf5, f"--data.readers={readers}",
+                             f"--data.prefetch={prefetch}", "--data.cache=drop")
+            self.assertEqual(run.returncode, 0, run)
+            self.assertEqual(run.report["data"]["readers"], readers)
+            digests.add(run.report["train"]["final_digest"])
+        self.assertEqual(len(digests), 1)
+
+    def test_slowed_reads_raise_the_stall_and_lower_au(self):
+        fast = self.train(2, self.raw, "--data.prefetch=0")
+        slow = self.train(2, self.raw, "--data.prefetch=0", "--test.read_delay_ms=30")
+        self.assertEqual(slow.returncode, 0, slow)
+        self.assertGreater(slow.report["data"]["stall"]["p50"],
+                           10 * fast.report["data"]["stall"]["p50"] + 0.01)
+        self.assertLess(slow.report["train"]["au"], fast.report["train"]["au"])
+        self.assertEqual(slow.report["train"]["final_digest"], fast.report["train"]["final_digest"])
+
+    def test_prepare_is_idempotent_and_refuses_other_parameters(self):
+        again = prepare(2, self.raw, "--data.format=raw")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("nothing to do", again.stdout)
+        other = prepare(1, self.raw, "--data.format=raw", samples=65)
+        self.assertEqual(other.returncode, 2, other.stderr)
+        self.assertIn("data.samples 64 vs 65", other.stderr)
+        copy = os.path.join(self.tmp, "forced")
+        shutil.copytree(self.raw, copy)
+        forced = prepare(1, copy, "--data.format=raw", "--force", samples=80)
+        self.assertEqual(forced.returncode, 0, forced.stderr)
+        self.assertEqual(json.load(open(os.path.join(copy, "index.json")))["samples"], 80)
+
+    def test_train_refuses_a_dataset_that_is_not_the_one_asked_for(self):
+        run = self.train(1, self.raw, "--data.samples=99")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("holds a different dataset", run.stderr)
+        missing = self.train(1, os.path.join(self.tmp, "nothing-here"))
+        self.assertEqual(missing.returncode, 2, missing)
+        self.assertIn("run trainproof prepare-data first", missing.stderr)
+
+    def test_small_dataset_warns_that_the_page_cache_can_hold_it(self):
+        run = self.train(1, self.raw)
+        self.assertTrue(any("5x the RAM" in w for w in run.report["context"]["warnings"]))
+
+
+if __name__ == "__main__":
+    main()
