@@ -107,6 +107,21 @@ std::string render_summary(const json& report, size_t slowest_ranks_shown) {
       100.0 * train.at("achieved_vs_gemm_rate").get<double>(),
       si(train.at("gemm_rate_flops").get<double>(), "FLOP/s").c_str());
 
+  if (report.contains("data")) {
+    const json& d = report.at("data");
+    out += format(
+        "\ndata (%s, %d files, %d readers, prefetch %d%s): %s read at %s/s (ranks %s/s to %s/s), "
+        "%s samples/s; stall p50 %.3f ms\n",
+        d.at("format").get<std::string>().c_str(), d.at("files").get<int>(),
+        d.at("readers").get<int>(), d.at("prefetch").get<int>(),
+        d.value("verify", false) ? ", verified" : "",
+        si(d.at("bytes_read").get<double>(), "B").c_str(),
+        si(d.at("read_gbps").get<double>() * 1e9, "B").c_str(),
+        si(d.at("rank_read_gbps").at("min").get<double>() * 1e9, "B").c_str(),
+        si(d.at("rank_read_gbps").at("max").get<double>() * 1e9, "B").c_str(),
+        si(d.at("samples_per_s").get<double>(), "").c_str(),
+        d.at("stall").at("p50").get<double>() * 1e3);
+  }
   if (report.contains("checkpoint")) out += checkpoint_lines(report.at("checkpoint"));
 
   std::vector<json> ranks(report.at("ranks").begin(), report.at("ranks").end());

@@ -59,6 +59,8 @@ DatasetBatchSource::DatasetBatchSource(DatasetSpec spec, const ModelSpec& model,
       throw RuntimeError("cannot open " + shards_.back().path +
                          (options_.direct ? " with O_DIRECT (data.direct=true)" : "") + ": " + why);
     }
+    // Samples are read in shuffled order: readahead would only fetch bytes nobody asked for.
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     fds_.push_back(fd);
   }
   for (int r = 0; r < std::max(1, options_.readers); ++r)
@@ -104,7 +106,14 @@ void DatasetBatchSource::read_loop() {
       job = jobs_.front();
       jobs_.pop_front();
     }
-    std::vector<unsigned char> bytes;
+    SampleBytes bytes;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (!spare_.empty()) {
+        bytes = std::move(spare_.back());
+        spare_.pop_back();
+      }
+    }
     std::string error;
     const double start = steady_now();
     try {
@@ -116,7 +125,7 @@ void DatasetBatchSource::read_loop() {
     {
       std::lock_guard<std::mutex> guard(mutex_);
       stats_.reader_busy_s += end - start;
-      stats_.bytes_read += bytes.size();
+      stats_.bytes_read += bytes.size;
       stats_.samples_read += 1;
       if (stats_.first_read_s == 0) stats_.first_read_s = start;
       stats_.last_read_s = std::max(stats_.last_read_s, end);
@@ -129,7 +138,7 @@ void DatasetBatchSource::read_loop() {
   }
 }
 
-void DatasetBatchSource::read_sample(int64_t sample, std::vector<unsigned char>& out) {
+void DatasetBatchSource::read_sample(int64_t sample, SampleBytes& out) {
   // The shard holding `sample`: shards hold consecutive ranges in order.
   size_t f = size_t(std::upper_bound(
                         shards_.begin(), shards_.end(), sample,
@@ -166,7 +175,7 @@ void DatasetBatchSource::read_sample(int64_t sample, std::vector<unsigned char>&
       const ssize_t n = ::pread(fds_[f], aligned, end - begin, off_t(begin));
       const bool ok = n >= ssize_t(offset + bytes - begin);
       if (ok)
-        std::memcpy(out.data() + filled, static_cast<char*>(aligned) + (offset - begin), bytes);
+        std::memcpy(out.data.get() + filled, static_cast<char*>(aligned) + (offset - begin), bytes);
       std::free(aligned);
       if (!ok)
         throw RuntimeError("read " + shard.path + " (sample " + std::to_string(sample) +
@@ -175,7 +184,7 @@ void DatasetBatchSource::read_sample(int64_t sample, std::vector<unsigned char>&
       uint64_t done = 0;
       while (done < bytes) {
         const ssize_t n =
-            ::pread(fds_[f], out.data() + filled + done, bytes - done, off_t(offset + done));
+            ::pread(fds_[f], out.data.get() + filled + done, bytes - done, off_t(offset + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0)
           throw RuntimeError("read " + shard.path + " (sample " + std::to_string(sample) +
@@ -190,7 +199,7 @@ void DatasetBatchSource::read_sample(int64_t sample, std::vector<unsigned char>&
   if (options_.test_read_delay_ms > 0)
     std::this_thread::sleep_for(
         std::chrono::duration<double, std::milli>(options_.test_read_delay_ms));
-  if (options_.verify && sample_checksum(out.data(), out.size()) != shard.checksums[i])
+  if (options_.verify && sample_checksum(out.data.get(), out.size) != shard.checksums[i])
     throw RuntimeError("data.verify: sample " + std::to_string(sample) + " in " + shard.path +
                        " (bytes " + std::to_string(shard.offsets[i]) + "+" +
                        std::to_string(length) + ") fails its checksum");
@@ -219,14 +228,21 @@ void DatasetBatchSource::next(int64_t step, Batch& batch) {
   for (int i = 0; i < share_.samples; ++i) {
     // Every byte read reaches the compute: a sample longer than the input is XOR-folded onto
     // it, a shorter one repeated. Bytes map onto the grid k/128 - 1, exact in fp32.
-    const std::vector<unsigned char>& bytes = ready.samples[size_t(i)];
-    for (size_t k = 0; k < per_sample; ++k) folded[k] = bytes[k % bytes.size()];
-    for (size_t k = per_sample; k < bytes.size(); ++k) folded[k % per_sample] ^= bytes[k];
+    const unsigned char* bytes = ready.samples[size_t(i)].data.get();
+    const size_t length = ready.samples[size_t(i)].size;
+    for (size_t k = 0; k < per_sample; ++k) folded[k] = bytes[k % length];
+    // Whole blocks first (a loop the compiler vectorises), then the tail.
+    size_t k = per_sample;
+    for (; k + per_sample <= length; k += per_sample)
+      for (size_t j = 0; j < per_sample; ++j) folded[j] ^= bytes[k + j];
+    for (; k < length; ++k) folded[k % per_sample] ^= bytes[k];
     float* in = batch.inputs.data() + per_sample * i;
     for (size_t k = 0; k < per_sample; ++k) in[k] = float(folded[k]) * 0x1p-7f - 1.0f;
     philox::fill_uniform(batch.targets.data() + per_sample * i, per_sample, seed_, philox::kTargets,
                          uint64_t(ready.ids[size_t(i)]), 1.0f);
   }
+  std::lock_guard<std::mutex> guard(mutex_);
+  for (SampleBytes& b : ready.samples) spare_.push_back(std::move(b));
 }
 
 LoaderStats DatasetBatchSource::stats() const {

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -51,6 +52,20 @@ class EpochOrder {
   std::vector<int64_t> order_;
 };
 
+// A sample's bytes in memory that is reused from batch to batch: never zero-filled, and faulted
+// in once, so the readers' time is the storage's.
+struct SampleBytes {
+  std::unique_ptr<unsigned char[]> data;
+  size_t size = 0, capacity = 0;
+  void resize(size_t n) {
+    if (n > capacity) {
+      data.reset(new unsigned char[n]);
+      capacity = n;
+    }
+    size = n;
+  }
+};
+
 class DatasetBatchSource final : public BatchSource {
  public:
   DatasetBatchSource(DatasetSpec spec, const ModelSpec& model, BatchShare share, uint64_t seed,
@@ -67,7 +82,7 @@ class DatasetBatchSource final : public BatchSource {
     int64_t sample;
   };
   struct Pending {
-    std::vector<std::vector<unsigned char>> samples;
+    std::vector<SampleBytes> samples;
     std::vector<int64_t> ids;
     int remaining = 0;
     std::string error;
@@ -75,7 +90,7 @@ class DatasetBatchSource final : public BatchSource {
 
   void schedule(int64_t step);
   void read_loop();
-  void read_sample(int64_t sample, std::vector<unsigned char>& out);
+  void read_sample(int64_t sample, SampleBytes& out);
 
   DatasetSpec spec_;
   ModelSpec model_;
@@ -91,6 +106,7 @@ class DatasetBatchSource final : public BatchSource {
   std::condition_variable work_, done_;
   std::deque<Job> jobs_;
   std::map<int64_t, Pending> pending_;
+  std::vector<SampleBytes> spare_;  // buffers of consumed batches, for the next reads
   bool stopping_ = false;
   LoaderStats stats_;
   std::vector<std::thread> readers_;

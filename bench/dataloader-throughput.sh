@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Data loader throughput: trainproof's read bandwidth (bytes its reader threads read over their
+# reading window) against fio reading the same shards with the same block size (one sample), the
+# same number of threads, random order, page cache dropped before each, in rounds back to back.
+# The model is tiny and prefetch deep, so the readers, not the compute, set the pace.
+# Usage: [ROUNDS=3] [READERS=4] [FORMAT=raw] bench/dataloader-throughput.sh [FOLDER]
+#   (needs scripts/build.sh first; root to drop the page cache)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+folder=${1:-out/bench/dataset}
+rounds=${ROUNDS:-3}
+readers=${READERS:-4}
+format=${FORMAT:-raw}
+out=out/bench
+mkdir -p "$out"
+sample_bytes=$((1 << 20))
+shape=(--data.dir="$folder" --data.format="$format" --data.files=4 --data.samples=1024
+       --data.sample_bytes="$sample_bytes")
+drop_caches() { sync; if [ "$(id -u)" -eq 0 ]; then echo 3 >/proc/sys/vm/drop_caches; fi; }
+
+scripts/mpirun.sh -np 1 build/trainproof prepare-data "${shape[@]}" >/dev/null
+shards=$(python3 -c 'import json,sys; print(":".join(s["name"] for s in json.load(open(sys.argv[1]))["shards"]))' "$folder/index.json")
+total=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total_bytes"])' "$folder/index.json")
+for round in $(seq 1 "$rounds"); do
+  drop_caches
+  scripts/mpirun.sh -np 1 build/trainproof train "${shape[@]}" --data.readers="$readers" \
+    --data.prefetch=16 --model.layers=1 --model.hidden=32 --model.seq=4 --model.batch=16 \
+    --train.epochs=1 --train.warmup_steps=0 --log.level=warn \
+    --report "$out/loader-$round.json" >/dev/null
+  drop_caches
+  # fio's HDF5 equivalent reads the same byte ranges; for raw the samples are the files' blocks.
+  fio --name=loader --directory="$folder" --filename="$shards" --rw=randread --bs="$sample_bytes" \
+    --ioengine=psync --numjobs="$readers" --io_size=$((total / readers)) --size="$total" \
+    --group_reporting --output-format=json >"$out/fio-loader-$round.json"
+done
+
+python3 - "$out" "$rounds" "$readers" "$format" <<'PY'
+import json, statistics, sys
+out, rounds, readers, fmt = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+rows = []
+for r in range(1, rounds + 1):
+    data = json.load(open(f"{out}/loader-{r}.json"))["data"]
+    fio = json.load(open(f"{out}/fio-loader-{r}.json"))["jobs"][0]["read"]["bw_bytes"] / 1e9
+    rows.append({"trainproof_gbps": data["read_gbps"], "fio_gbps": fio,
+                 "ratio": data["read_gbps"] / fio})
+result = {"format": fmt, "readers": readers, "rounds": rows,
+          "ratio": statistics.median(r["ratio"] for r in rows)}
+json.dump(result, open(f"{out}/dataloader-throughput.json", "w"), indent=2)
+print(f"{fmt}, {readers} readers, 1 MiB samples, cold cache, {rounds} rounds")
+for i, r in enumerate(rows, 1):
+    print(f"  round {i}: trainproof {r['trainproof_gbps']:.2f} GB/s, fio {r['fio_gbps']:.2f} GB/s ({r['ratio']:.2f})")
+print(f"read: median ratio {result['ratio']:.2f} of fio (target >= 0.85)")
+PY
