@@ -6,23 +6,17 @@
 #include <cstring>
 
 #include "checkpoint/hdf5_lock.h"
+#include "checkpoint/hdf5_util.h"
 #include "common/errors.h"
 
 namespace tp {
 namespace {
 
-// Closes an HDF5 handle when it goes out of scope.
-struct Handle {
-  hid_t id;
-  herr_t (*close)(hid_t);
-  ~Handle() {
-    if (id >= 0) close(id);
-  }
-};
-
-void check(bool ok, const std::string& what) {
-  if (!ok) throw RuntimeError("HDF5: " + what);
-}
+using h5::check;
+using h5::Handle;
+using h5::read_int_attribute;
+using h5::read_string_attribute;
+using h5::write_attribute;
 
 void write_floats(hid_t file, const char* name, const std::vector<float>& values) {
   const hsize_t dims[1] = {values.size()};
@@ -60,39 +54,6 @@ void read_floats(hid_t file, const char* name, std::vector<float>& values, const
   if (n > 0)
     check(H5Dread(set.id, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
           what + ": cannot read dataset " + name);
-}
-
-void write_attribute(hid_t file, const char* name, int64_t value) {
-  Handle space{H5Screate(H5S_SCALAR), H5Sclose};
-  Handle attr{H5Acreate2(file, name, H5T_STD_I64LE, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
-  check(attr.id >= 0 && H5Awrite(attr.id, H5T_NATIVE_INT64, &value) >= 0,
-        std::string("cannot write attribute ") + name);
-}
-
-void write_attribute(hid_t file, const char* name, const std::string& value) {
-  check(H5LTset_attribute_string(file, "/", name, value.c_str()) >= 0,
-        std::string("cannot write attribute ") + name);
-}
-
-int64_t read_int_attribute(hid_t file, const char* name, const std::string& what) {
-  int64_t value = 0;
-  Handle attr{H5Aopen(file, name, H5P_DEFAULT), H5Aclose};
-  check(attr.id >= 0 && H5Aread(attr.id, H5T_NATIVE_INT64, &value) >= 0,
-        what + ": no attribute " + name);
-  return value;
-}
-
-std::string read_string_attribute(hid_t file, const char* name, const std::string& what) {
-  hsize_t dims = 0;
-  H5T_class_t type_class;
-  size_t size = 0;
-  check(H5LTget_attribute_info(file, "/", name, &dims, &type_class, &size) >= 0,
-        what + ": no attribute " + name);
-  std::string value(size, '\0');
-  check(H5LTget_attribute_string(file, "/", name, value.data()) >= 0,
-        what + ": cannot read attribute " + name);
-  value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
-  return value;
 }
 
 }  // namespace

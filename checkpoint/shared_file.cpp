@@ -6,22 +6,17 @@
 #include <mutex>
 
 #include "checkpoint/hdf5_lock.h"
+#include "checkpoint/hdf5_util.h"
 #include "common/errors.h"
 
 namespace tp {
 namespace {
 
-struct Handle {
-  hid_t id;
-  herr_t (*close)(hid_t);
-  ~Handle() {
-    if (id >= 0) close(id);
-  }
-};
-
-void check(bool ok, const std::string& what) {
-  if (!ok) throw RuntimeError("HDF5: " + what);
-}
+using h5::check;
+using h5::Handle;
+using h5::read_int_attribute;
+using h5::read_string_attribute;
+using h5::write_attribute;
 
 // Data transfers are collective: MPI-IO's two-phase aggregation turns the ranks' concurrent slab
 // writes into a few large ones, where independent writes to one file contend for its lock (3x
@@ -53,14 +48,9 @@ void write_slab(hid_t file, const char* name, uint64_t total, Slice slice,
   Handle set{H5Dcreate2(file, name, H5T_IEEE_F32LE, space.id, H5P_DEFAULT, create.id, H5P_DEFAULT),
              H5Dclose};
   check(set.id >= 0, std::string("cannot create dataset ") + name);
-  const hsize_t start[1] = {slice.begin}, count[1] = {slice.size()};
+  const hsize_t count[1] = {slice.size()};
   Handle memory{H5Screate_simple(1, count, nullptr), H5Sclose};
-  if (slice.size() == 0) {
-    H5Sselect_none(space.id);
-    H5Sselect_none(memory.id);
-  } else {
-    H5Sselect_hyperslab(space.id, H5S_SELECT_SET, start, nullptr, count, nullptr);
-  }
+  h5::select_slab(space.id, memory.id, slice.begin, slice.size());
   if (total == 0) return;  // an empty dataset (no second moment) has nothing to write
   check(H5Dwrite(set.id, H5T_NATIVE_FLOAT, memory.id, space.id, dxpl, mine.data()) >= 0,
         std::string("cannot write the slab of dataset ") + name);
@@ -74,52 +64,11 @@ void read_slab(hid_t file, const char* name, Slice slice, std::vector<float>& mi
   const hssize_t n = H5Sget_simple_extent_npoints(space.id);
   check(n >= 0 && uint64_t(n) >= slice.end, what + ": dataset " + name + " is too short");
   mine.resize(slice.size());
-  const hsize_t start[1] = {slice.begin}, count[1] = {slice.size()};
+  const hsize_t count[1] = {slice.size()};
   Handle memory{H5Screate_simple(1, count, nullptr), H5Sclose};
-  if (slice.size() == 0) {
-    H5Sselect_none(space.id);
-    H5Sselect_none(memory.id);
-  } else {
-    H5Sselect_hyperslab(space.id, H5S_SELECT_SET, start, nullptr, count, nullptr);
-  }
+  h5::select_slab(space.id, memory.id, slice.begin, slice.size());
   check(H5Dread(set.id, H5T_NATIVE_FLOAT, memory.id, space.id, dxpl, mine.data()) >= 0,
         what + ": cannot read the slab of dataset " + name);
-}
-
-void write_attribute(hid_t file, const char* name, int64_t value) {
-  Handle space{H5Screate(H5S_SCALAR), H5Sclose};
-  Handle attr{H5Acreate2(file, name, H5T_STD_I64LE, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
-  check(attr.id >= 0 && H5Awrite(attr.id, H5T_NATIVE_INT64, &value) >= 0,
-        std::string("cannot write attribute ") + name);
-}
-
-void write_attribute(hid_t file, const char* name, const std::string& value) {
-  Handle type{H5Tcopy(H5T_C_S1), H5Tclose};
-  H5Tset_size(type.id, value.size() + 1);
-  Handle space{H5Screate(H5S_SCALAR), H5Sclose};
-  Handle attr{H5Acreate2(file, name, type.id, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
-  check(attr.id >= 0 && H5Awrite(attr.id, type.id, value.c_str()) >= 0,
-        std::string("cannot write attribute ") + name);
-}
-
-int64_t read_int_attribute(hid_t file, const char* name, const std::string& what) {
-  int64_t value = 0;
-  Handle attr{H5Aopen(file, name, H5P_DEFAULT), H5Aclose};
-  check(attr.id >= 0 && H5Aread(attr.id, H5T_NATIVE_INT64, &value) >= 0,
-        what + ": no attribute " + name);
-  return value;
-}
-
-std::string read_string_attribute(hid_t file, const char* name, const std::string& what) {
-  Handle attr{H5Aopen(file, name, H5P_DEFAULT), H5Aclose};
-  check(attr.id >= 0, what + ": no attribute " + name);
-  Handle type{H5Aget_type(attr.id), H5Tclose};
-  check(H5Tget_class(type.id) == H5T_STRING && !H5Tis_variable_str(type.id),
-        what + ": attribute " + std::string(name) + " is not a fixed-length string");
-  std::string value(H5Tget_size(type.id), '\0');
-  check(H5Aread(attr.id, type.id, value.data()) >= 0, what + ": cannot read attribute " + name);
-  value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
-  return value;
 }
 
 }  // namespace

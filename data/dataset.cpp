@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "checkpoint/hdf5_lock.h"
+#include "checkpoint/hdf5_util.h"
 #include "common/errors.h"
 #include "kernels/philox.h"
 
@@ -26,13 +27,7 @@ using nlohmann::json;
 constexpr const char* kIndexFormat = "trainproof.dataset/1";
 constexpr hsize_t kChunkBytes = hsize_t(1) << 20;
 
-struct Handle {
-  hid_t id;
-  herr_t (*close)(hid_t);
-  ~Handle() {
-    if (id >= 0) close(id);
-  }
-};
+using h5::Handle;
 
 void check(bool ok, const std::string& what) {
   if (!ok) throw RuntimeError(what);

@@ -40,6 +40,17 @@ tp::RunRecord sample_run(double rank1_compute = 0.100) {
   return run;
 }
 
+// Compares `text` with tests/data/NAME; TRAINPROOF_UPDATE_GOLDEN=1 rewrites the file instead.
+void expect_golden(const std::string& text, const std::string& name) {
+  const std::string path = std::string(TRAINPROOF_TEST_DATA) + "/" + name;
+  if (std::getenv("TRAINPROOF_UPDATE_GOLDEN")) std::ofstream(path) << text;
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing " << path;
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(text, golden.str());
+}
+
 TEST(Report, FlagsExactlyTheStragglerAndItsNode) {
   const json report = tp::build_report(sample_run());
   EXPECT_EQ(report["schema"], "trainproof.report/1");
@@ -100,14 +111,7 @@ TEST(Report, WrongCollectiveFails) {
 // Golden output: the summary is a user interface; any change to it must be deliberate.
 // Regenerate with TRAINPROOF_UPDATE_GOLDEN=1.
 TEST(Report, SummaryMatchesGolden) {
-  const std::string text = tp::render_summary(tp::build_report(sample_run()));
-  const std::string path = std::string(TRAINPROOF_TEST_DATA) + "/summary.golden";
-  if (std::getenv("TRAINPROOF_UPDATE_GOLDEN")) std::ofstream(path) << text;
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "missing " << path;
-  std::stringstream golden;
-  golden << in.rdbuf();
-  EXPECT_EQ(text, golden.str());
+  expect_golden(tp::render_summary(tp::build_report(sample_run())), "summary.golden");
 }
 
 TEST(Report, SummaryWithCheckpointsMatchesGolden) {
@@ -138,14 +142,7 @@ TEST(Report, SummaryWithCheckpointsMatchesGolden) {
   EXPECT_EQ(report["checkpoint"]["layout"], "shared-file");
   EXPECT_NEAR(report["checkpoint"]["write_gbps"].get<double>(), 0.8, 1e-9);
   EXPECT_NEAR(report["checkpoint"]["restore_gbps"].get<double>(), 1.6, 1e-9);
-  const std::string text = tp::render_summary(report);
-  const std::string path = std::string(TRAINPROOF_TEST_DATA) + "/summary-checkpoints.golden";
-  if (std::getenv("TRAINPROOF_UPDATE_GOLDEN")) std::ofstream(path) << text;
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "missing " << path;
-  std::stringstream golden;
-  golden << in.rdbuf();
-  EXPECT_EQ(text, golden.str());
+  expect_golden(tp::render_summary(report), "summary-checkpoints.golden");
 }
 
 }  // namespace
