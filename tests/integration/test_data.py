@@ -96,9 +96,10 @@ class Data(unittest.TestCase):
 
     def test_readers_and_prefetch_change_timings_never_the_digest(self):
         digests = set()
-        for readers, prefetch in ((1, 0), (4, 6), (2, 1)):
+        for readers, prefetch, direct in ((1, 0, "false"), (4, 6, "false"), (2, 1, "true")):
             run = self.train(2, self.hdf5, f"--data.readers={readers}",
-                             f"--data.prefetch={prefetch}", "--data.cache=drop")
+                             f"--data.prefetch={prefetch}", "--data.cache=drop",
+                             f"--data.direct={direct}")
             self.assertEqual(run.returncode, 0, run)
             self.assertEqual(run.report["data"]["readers"], readers)
             digests.add(run.report["train"]["final_digest"])
