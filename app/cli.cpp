@@ -130,6 +130,10 @@ po::options_description registry() {
        "keep: leave read data in the page cache; drop: posix_fadvise(DONTNEED) after each read")
       ("data.direct", po::value<bool>()->default_value(false),
        "open shards with O_DIRECT (aligned reads), where the filesystem allows it")
+      ("data.rank_shift", po::value<int>()->default_value(-1),
+       "K >= 0: each rank reads only the shards prepare-data's rank K nodes away wrote (shard f "
+       "by rank f mod N), in an order of its own, so no node reads what its own page cache "
+       "holds; the digest then depends on the world size. -1: one shuffled order for all ranks")
       ("force", po::bool_switch()->default_value(false),
        "prepare-data: replace a dataset in data.dir that was prepared with other parameters");
 
@@ -411,6 +415,10 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   d.verify = vm["data.verify"].as<bool>();
   d.cache = one_of(vm, "data.cache", {"keep", "drop"});
   d.direct = vm["data.direct"].as<bool>();
+  d.rank_shift = vm["data.rank_shift"].as<int>();
+  if (d.rank_shift < -1)
+    throw UsageError("data.rank_shift must be -1 (off) or >= 0, got " +
+                     std::to_string(d.rank_shift));
   d.force = vm["force"].as<bool>();
   if (d.files > d.samples)
     throw UsageError("data.files=" + std::to_string(d.files) +
@@ -441,7 +449,7 @@ std::string scenario_hash(const TrainConfig& c) {
     canonical << "synthetic-philox4x32-10";
   else
     canonical << "dataset:samples=" << c.data.samples << ",bytes=" << c.data.sample_bytes
-              << ",spread=" << c.data.spread;
+              << ",spread=" << c.data.spread << ",rank_shift=" << c.data.rank_shift;
   const std::string text = canonical.str();
   return digest_of(text.data(), text.size()).hex();
 }

@@ -545,6 +545,18 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     lo.direct = cfg.data.direct;
     lo.test_read_delay_ms = cfg.test.read_delay_ms;
     lo.last_step = cfg.steps;
+    if (cfg.data.rank_shift >= 0) {
+      // Shard f was written by rank f mod N (prepare-data); read the shards of the rank K nodes
+      // away, a node being the ranks that share this rank's host.
+      const int per_node = world.ranks_on(world.host);
+      const int source_rank =
+          int((int64_t(world.rank) + int64_t(cfg.data.rank_shift) * per_node) % world.size);
+      for (int f = source_rank; f < dataset->files; f += world.size) lo.shards.push_back(f);
+      if (lo.shards.empty())
+        throw UsageError("data.rank_shift needs data.files >= the world size (" +
+                         std::to_string(dataset->files) + " files, " + std::to_string(world.size) +
+                         " ranks)");
+    }
     std::string open_problem;
     try {
       auto owned = std::make_unique<DatasetBatchSource>(*dataset, cfg.model, share, cfg.seed, lo);
@@ -679,6 +691,10 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   const auto devices = gather_strings_at_root(world, backends.compute->device());
   // The loader's figures, per rank, and each host's RAM (from its first rank) for the 5x rule.
   const LoaderStats loaded = loader ? loader->stats() : LoaderStats{};
+  std::string shards_read;
+  for (int f : loaded.shards_read)
+    shards_read += (shards_read.empty() ? "" : ",") + std::to_string(f);
+  const auto all_shards_read = gather_strings_at_root(world, shards_read);
   const std::vector<double> all_loaded =
       gather_at_root(world, {double(loaded.bytes_read), double(loaded.samples_read),
                              loaded.reader_busy_s, loaded.last_read_s - loaded.first_read_s,
@@ -708,6 +724,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
                                 folder_facts);
     if (dataset) {
       run.data = data_json(cfg, *dataset, all_loaded, world.size);
+      run.data["rank_shift"] = cfg.data.rank_shift;
+      run.data["rank_shards_read"] = all_shards_read;
       if (const std::string w = run.data["page_cache_warning"]; !w.empty())
         run.context["warnings"].push_back(w);
     }

@@ -21,6 +21,13 @@ double steady_now() {
 
 constexpr uint64_t kDirectAlign = 4096;
 
+std::vector<int64_t> samples_of(const DatasetSpec& spec, const std::vector<int>& shards) {
+  std::vector<int64_t> samples;
+  for (int f : shards)
+    for (int64_t s = shard_first(spec, f); s < shard_first(spec, f + 1); ++s) samples.push_back(s);
+  return samples;
+}
+
 }  // namespace
 
 int64_t EpochOrder::sample_at(int64_t position) {
@@ -29,7 +36,8 @@ int64_t EpochOrder::sample_at(int64_t position) {
     // Fisher-Yates with counter-based draws keyed by (seed, epoch, i): any rank, any resume,
     // computes the same order.
     order_.resize(size_t(samples_));
-    for (int64_t i = 0; i < samples_; ++i) order_[size_t(i)] = i;
+    for (int64_t i = 0; i < samples_; ++i)
+      order_[size_t(i)] = subset_.empty() ? i : subset_[size_t(i)];
     for (int64_t i = samples_ - 1; i > 0; --i) {
       const philox::Counter bits =
           philox::block_bits(seed_, philox::kShuffle, uint64_t(epoch), uint64_t(i));
@@ -48,7 +56,10 @@ DatasetBatchSource::DatasetBatchSource(DatasetSpec spec, const ModelSpec& model,
       share_(share),
       seed_(seed),
       options_(options),
-      order_(spec_.samples, seed) {
+      order_(options.shards.empty() ? EpochOrder(spec_.samples, seed)
+                                    : EpochOrder(samples_of(spec_, options.shards),
+                                                 seed ^ (0x9E3779B97F4A7C15ull *
+                                                         uint64_t(options.shards.front() + 1)))) {
   for (int f = 0; f < spec_.files; ++f) {
     shards_.push_back(load_shard_index(spec_, f));
     const int flags = O_RDONLY | (options_.direct ? O_DIRECT : 0);
@@ -83,7 +94,11 @@ void DatasetBatchSource::schedule(int64_t step) {
   pending.remaining = share_.samples;
   std::vector<Job> jobs;
   for (int i = 0; i < share_.samples; ++i) {
-    const int64_t position = (step - 1) * model_.global_batch + share_.first + i;
+    // The global order places the rank's share within the global batch; a rank-affine order
+    // (data.rank_shift) is the rank's own sequence.
+    const int64_t position = options_.shards.empty()
+                                 ? (step - 1) * model_.global_batch + share_.first + i
+                                 : (step - 1) * share_.samples + i;
     const int64_t sample = order_.sample_at(position);
     pending.ids.push_back(sample);
     jobs.push_back({step, i, sample});
@@ -146,6 +161,12 @@ void DatasetBatchSource::read_sample(int64_t sample, SampleBytes& out) {
                     shards_.begin()) -
              1;
   const ShardIndex& shard = shards_[f];
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto& seen = stats_.shards_read;
+    const auto at = std::lower_bound(seen.begin(), seen.end(), int(f));
+    if (at == seen.end() || *at != int(f)) seen.insert(at, int(f));
+  }
   const size_t i = size_t(sample - shard.first_sample);
   const uint64_t length = shard.lengths.at(i);
   out.resize(length);

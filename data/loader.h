@@ -30,6 +30,8 @@ struct LoaderOptions {
   bool direct = false;            // data.direct: O_DIRECT, aligned reads
   double test_read_delay_ms = 0;  // test-only throttle per sample read
   int64_t last_step = 0;          // nothing is read ahead past it
+  // data.rank_shift: read only these shards, in an order of their own; empty: the global order.
+  std::vector<int> shards;
 };
 
 struct LoaderStats {
@@ -37,17 +39,23 @@ struct LoaderStats {
   int64_t samples_read = 0;
   double reader_busy_s = 0;                  // summed over this rank's reader threads
   double first_read_s = 0, last_read_s = 0;  // steady clock: this rank's reading window
+  std::vector<int> shards_read;              // which shards this rank read from, ascending
 };
 
-// The dataset sample at a global position (epoch-wise permutation of (seed, epoch)).
+// The sample at a position: each epoch is a permutation drawn from (seed, epoch) of all samples,
+// or of a given subset of them (data.rank_shift: the samples of the shards a rank reads).
 class EpochOrder {
  public:
   EpochOrder(int64_t samples, uint64_t seed) : samples_(samples), seed_(seed) {}
+  EpochOrder(std::vector<int64_t> subset, uint64_t seed)
+      : samples_(int64_t(subset.size())), seed_(seed), subset_(std::move(subset)) {}
   int64_t sample_at(int64_t position);
+  int64_t size() const { return samples_; }
 
  private:
   int64_t samples_;
   uint64_t seed_;
+  std::vector<int64_t> subset_;  // empty: all samples 0..samples_-1
   int64_t epoch_ = -1;
   std::vector<int64_t> order_;
 };

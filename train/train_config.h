@@ -36,7 +36,8 @@ struct DataConfig {
   bool verify = false;
   std::string cache = "keep";  // or drop
   bool direct = false;
-  bool force = false;  // prepare-data: replace a different dataset
+  int rank_shift = -1;  // >= 0: each rank reads the shards written by the rank K nodes away
+  bool force = false;   // prepare-data: replace a different dataset
 };
 
 struct TrainConfig {

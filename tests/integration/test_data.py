@@ -135,6 +135,18 @@ class Data(unittest.TestCase):
         self.assertEqual(missing.returncode, 2, missing)
         self.assertIn("run trainproof prepare-data first", missing.stderr)
 
+    def test_rank_shift_reads_the_shards_written_a_node_away(self):
+        # prepare-data on 2 ranks wrote shards 0 and 2 on rank 0, shard 1 on rank 1. With the two
+        # ranks on two (pretend) nodes and a shift of one node, each reads the other's shards.
+        run = self.train(2, self.raw, "--data.rank_shift=1", "--test.split_hosts=2",
+                         "--data.verify=true")
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(run.report["data"]["rank_shards_read"], ["1", "0,2"])
+        unshifted = self.train(2, self.raw, "--data.rank_shift=0", "--test.split_hosts=2")
+        self.assertEqual(unshifted.report["data"]["rank_shards_read"], ["0,2", "1"])
+        default = self.train(2, self.raw)
+        self.assertEqual(default.report["data"]["rank_shards_read"], ["0,1,2", "0,1,2"])
+
     def test_small_dataset_warns_that_the_page_cache_can_hold_it(self):
         run = self.train(1, self.raw)
         self.assertTrue(any("5x the RAM" in w for w in run.report["context"]["warnings"]))
