@@ -252,8 +252,21 @@ void DatasetBatchSource::next(int64_t step, Batch& batch) {
     const unsigned char* bytes = ready.samples[size_t(i)].data.get();
     const size_t length = ready.samples[size_t(i)].size;
     for (size_t k = 0; k < per_sample; ++k) folded[k] = bytes[k % length];
-    // Whole blocks first (a loop the compiler vectorises), then the tail.
     size_t k = per_sample;
+    if (per_sample % 8 == 0) {
+      // Whole blocks in 64-bit words: a few GB/s, where bytes would make this thread the
+      // bottleneck of a storage-bound run.
+      std::vector<uint64_t>& words = fold_words_;
+      words.resize(per_sample / 8);
+      std::memcpy(words.data(), folded.data(), per_sample);
+      for (; k + per_sample <= length; k += per_sample)
+        for (size_t w = 0; w < words.size(); ++w) {
+          uint64_t word;
+          std::memcpy(&word, bytes + k + 8 * w, 8);
+          words[w] ^= word;
+        }
+      std::memcpy(folded.data(), words.data(), per_sample);
+    }
     for (; k + per_sample <= length; k += per_sample)
       for (size_t j = 0; j < per_sample; ++j) folded[j] ^= bytes[k + j];
     for (; k < length; ++k) folded[k % per_sample] ^= bytes[k];

@@ -115,6 +115,7 @@ class DatasetBatchSource final : public BatchSource {
   std::deque<Job> jobs_;
   std::map<int64_t, Pending> pending_;
   std::vector<SampleBytes> spare_;  // buffers of consumed batches, for the next reads
+  std::vector<uint64_t> fold_words_;
   bool stopping_ = false;
   LoaderStats stats_;
   std::vector<std::thread> readers_;
