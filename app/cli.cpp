@@ -169,6 +169,9 @@ po::options_description registry() {
        "pretend the ranks are spread evenly over this many hosts")
       ("test.skip_restore", po::value<std::string>()->default_value(""),
        "moment1: a restore leaves the momentum zero (the negative control of resume equality)")
+      ("test.unshared_checkpoint_rank", po::value<int>()->default_value(-1),
+       "this rank's checkpoint preflight sees a folder of its own (the negative control of the "
+       "shared-folder check)")
       ("test.read_delay_ms", po::value<double>()->default_value(0.0),
        "each dataset sample read sleeps this long (the negative control of the data stall)")
       ("test.mpi_error_rank", po::value<int>()->default_value(-1),
@@ -401,6 +404,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   c.test.split_hosts = vm["test.split_hosts"].as<int>();
   c.test.mpi_error_rank = vm["test.mpi_error_rank"].as<int>();
   c.test.read_delay_ms = vm["test.read_delay_ms"].as<double>();
+  c.test.unshared_checkpoint_rank = vm["test.unshared_checkpoint_rank"].as<int>();
   DataConfig& d = c.data;
   d.dir = vm["data.dir"].as<std::string>();
   d.format = one_of(vm, "data.format", {"raw", "hdf5"});

@@ -107,6 +107,7 @@ CheckpointOptions checkpoint_options(const TrainConfig& cfg) {
   o.cold_read = cfg.checkpoint_cold_read;
   o.layout = parse_layout(cfg.checkpoint_layout);
   o.shard_optimizer = cfg.checkpoint_shard_optimizer;
+  o.test_unshared_rank = cfg.test.unshared_checkpoint_rank;
   return o;
 }
 

@@ -221,7 +221,8 @@ CheckpointFolderFacts CheckpointStore::preflight() {
   // Every probe is written: a rank that cannot see rank 0's sees another folder, where neither
   // its checkpoints would be committed nor a restore would find them. That is an error, found
   // now rather than at the first restore (which would set every checkpoint aside as damaged).
-  const bool sees_rank0 = fs::exists(dir + "/.preflight-rank-0", ec);
+  const std::string seen = options_.test_unshared_rank == world_.rank ? dir + "/.unshared" : dir;
+  const bool sees_rank0 = fs::exists(seen + "/.preflight-rank-0", ec);
   const std::string blind =
       sees_rank0 ? std::string()
                  : "checkpoint.dir '" + dir + "' on host " + world_.host +

@@ -32,6 +32,9 @@ struct CheckpointOptions {
   CheckpointLayout layout = CheckpointLayout::file_per_rank;
   // file-per-rank only: each rank writes a distinct slice of the state (ZeRO-1 style).
   bool shard_optimizer = false;
+  // Test-only: this rank looks for rank 0's probe in a folder of its own, as a rank on a host
+  // with its own disk under the same path would.
+  int test_unshared_rank = -1;
 };
 
 // "file-per-rank", "file-per-rank+shard_optimizer" or "shared-file": what a restore must match.

@@ -19,7 +19,9 @@ struct TestHooks {
   int split_hosts = 0;       // pretend the ranks are spread over this many hosts
   int mpi_error_rank = -1;   // makes this rank issue an invalid MPI call, to exercise exit code 3
   std::string skip_restore;  // "moment1": restore leaves it zero (negative control of resume)
-  double read_delay_ms = 0;  // each dataset sample read sleeps this long
+  double read_delay_ms = 0;
+  int unshared_checkpoint_rank = -1;  // this rank's preflight sees a folder of its own  // each
+                                      // dataset sample read sleeps this long
 };
 
 // The storage-backed dataset (data/), when data.dir is set; the synthetic in-memory source else.

@@ -186,6 +186,14 @@ class Checkpoint(unittest.TestCase):
         self.assertTrue(any("node-local filesystem" in w and "2 nodes" in w for w in warnings),
                         warnings)
 
+    def test_a_folder_some_host_does_not_share_is_exit_2_naming_the_host(self):
+        run = mpirun(2, f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}",
+                     "--test.split_hosts=2", "--test.unshared_checkpoint_rank=1")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("on host", run.stderr)
+        self.assertIn("is not the folder rank 0 sees", run.stderr)
+        self.assertIsNone(run.report)
+
     def test_resume_require_without_a_checkpoint_is_exit_2(self):
         run = self.train(1, "--resume", "require")
         self.assertEqual(run.returncode, 2, run)
