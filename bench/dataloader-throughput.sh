@@ -19,8 +19,21 @@ shape=(--data.dir="$folder" --data.format="$format" --data.files=4 --data.sample
 drop_caches() { sync; if [ "$(id -u)" -eq 0 ]; then echo 3 >/proc/sys/vm/drop_caches; fi; }
 
 scripts/mpirun.sh -np 1 build/trainproof prepare-data "${shape[@]}" >/dev/null
-shards=$(python3 -c 'import json,sys; print(":".join(s["name"] for s in json.load(open(sys.argv[1]))["shards"]))' "$folder/index.json")
-total=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total_bytes"])' "$folder/index.json")
+# fio: one job per reader, each over its own shards (round robin), reading each of its blocks
+# once in random order. Jobs sharing files would each keep their own random map and read some
+# blocks twice, the second time from the page cache, which flatters fio.
+mapfile -t fio_jobs < <(python3 - "$folder/index.json" "$readers" <<'PY'
+import json, sys
+shards = json.load(open(sys.argv[1]))["shards"]
+readers = int(sys.argv[2])
+for job in range(readers):
+    mine = shards[job::readers]
+    if mine:
+        print(f"--name=reader{job}")
+        print("--filename=" + ":".join(s["name"] for s in mine))
+        print(f"--size={sum(s['bytes'] for s in mine)}")
+PY
+)
 for round in $(seq 1 "$rounds"); do
   drop_caches
   scripts/mpirun.sh -np 1 build/trainproof train "${shape[@]}" --data.readers="$readers" \
@@ -28,10 +41,8 @@ for round in $(seq 1 "$rounds"); do
     --train.epochs=1 --train.warmup_steps=0 --log.level=warn \
     --report "$out/loader-$round.json" >/dev/null
   drop_caches
-  # fio's HDF5 equivalent reads the same byte ranges; for raw the samples are the files' blocks.
-  fio --name=loader --directory="$folder" --filename="$shards" --rw=randread --bs="$sample_bytes" \
-    --ioengine=psync --numjobs="$readers" --io_size=$((total / readers)) --size="$total" \
-    --group_reporting --output-format=json >"$out/fio-loader-$round.json"
+  fio --directory="$folder" --rw=randread --bs="$sample_bytes" --ioengine=psync \
+    --group_reporting --output-format=json "${fio_jobs[@]}" >"$out/fio-loader-$round.json"
 done
 
 python3 - "$out" "$rounds" "$readers" "$format" <<'PY'
