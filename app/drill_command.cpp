@@ -20,6 +20,7 @@
 #include "app/drill_logic.h"
 #include "app/report.h"
 #include "app/summary.h"
+#include "checkpoint/store.h"
 #include "common/errors.h"
 #include "common/sysinfo.h"
 
@@ -411,19 +412,19 @@ int run_drill(const Invocation& inv) {
 
     // The relaunch must restore the newest committed checkpoint, or the one before it when a
     // corrupt fault damages the newest now.
-    const std::vector<int64_t> committed = committed_steps(faulted_dir);
-    expected_restore = committed.empty() ? std::nullopt : std::optional<int64_t>(committed.back());
+    const auto committed = CheckpointStore::committed_in(faulted_dir);  // newest first
+    expected_restore =
+        committed.empty() ? std::nullopt : std::optional<int64_t>(committed.front().first);
     if (!committed.empty() && !pending_corrupt.empty()) {
-      const std::string folder = checkpoint_folder(faulted_dir, committed.back());
+      const std::string& folder = committed.front().second;
       for (const FaultSpec& c : pending_corrupt) {
         const std::string file = corrupt_checkpoint(folder, c);
         corruptions.push_back({{"fault", c.text}, {"folder", folder}, {"file", file}});
         std::printf("drill: %s damaged %s\n", c.text.c_str(), file.c_str());
       }
       pending_corrupt.clear();
-      expected_restore = committed.size() > 1
-                             ? std::optional<int64_t>(committed[committed.size() - 2])
-                             : std::nullopt;
+      expected_restore =
+          committed.size() > 1 ? std::optional<int64_t>(committed[1].first) : std::nullopt;
     }
     waiting = f;
     if (restarts == max_restarts) {

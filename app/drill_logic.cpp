@@ -33,27 +33,6 @@ int heartbeat_ranks(const std::string& dir) {
   return ranks;
 }
 
-std::vector<int64_t> committed_steps(const std::string& checkpoint_dir) {
-  std::vector<int64_t> steps;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(checkpoint_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    long long step = 0;
-    char tail = 0;
-    if (std::sscanf(name.c_str(), "step-%lld%c", &step, &tail) != 1) continue;
-    if (name != fs::path(checkpoint_folder(checkpoint_dir, step)).filename().string()) continue;
-    if (fs::exists(entry.path() / "MANIFEST.json")) steps.push_back(step);
-  }
-  std::sort(steps.begin(), steps.end());
-  return steps;
-}
-
-std::string checkpoint_folder(const std::string& checkpoint_dir, int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
-  return checkpoint_dir + "/" + name;
-}
-
 std::string corrupt_checkpoint(const std::string& folder, const FaultSpec& fault) {
   char name[32];
   std::snprintf(name, sizeof name, "rank-%05d.h5", fault.rank);

@@ -21,11 +21,6 @@ std::optional<int64_t> last_completed_step(const std::vector<HeartbeatRecord>& h
 // How many ranks left a heartbeat file in `dir` (the world size of the run that used it).
 int heartbeat_ranks(const std::string& dir);
 
-// Steps of the committed checkpoints under `checkpoint_dir` (step-N folders with a manifest),
-// oldest first, and the folder of one of them.
-std::vector<int64_t> committed_steps(const std::string& checkpoint_dir);
-std::string checkpoint_folder(const std::string& checkpoint_dir, int64_t step);
-
 // Applies a corrupt fault to the checkpoint in `folder`: rank `fault.rank`'s file (or the shared
 // file) gets a flipped byte in its middle, is truncated to half, or is deleted. Returns the file
 // it damaged; throws RuntimeError when the folder has no such file.

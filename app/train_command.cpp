@@ -53,10 +53,7 @@ uint64_t memory_total_bytes() {
 // The report's data section from every rank's loader figures (5 per rank, rank-major).
 json data_json(const TrainConfig& cfg, const DatasetSpec& spec, const std::vector<double>& per_rank,
                int ranks) {
-  uint64_t total_bytes = 0;
-  for (int f = 0; f < spec.files; ++f)
-    for (int64_t s = shard_first(spec, f); s < shard_first(spec, f + 1); ++s)
-      total_bytes += uint64_t(sample_length(spec, s));
+  const uint64_t total_bytes = dataset_bytes(spec);
   double bytes = 0, samples = 0, busy = 0, window = 0, ram = 0;
   double rank_min = 0, rank_max = 0;
   for (int r = 0; r < ranks; ++r) {

@@ -22,7 +22,6 @@ class AsyncCheckpointWriter {
   void submit(TrainingState snapshot);
   // Waits for the checkpoint in flight, if any. A failure on the writer thread is rethrown here.
   void wait();
-  bool in_flight() const { return worker_.joinable(); }
   // Saves committed since the last call, in step order.
   std::vector<CheckpointSave> take_committed();
 

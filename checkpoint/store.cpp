@@ -357,9 +357,13 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
 }
 
 std::vector<std::pair<int64_t, std::string>> CheckpointStore::committed() const {
+  return committed_in(options_.dir);
+}
+
+std::vector<std::pair<int64_t, std::string>> CheckpointStore::committed_in(const std::string& dir) {
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(options_.dir, ec)) {
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     long long step = 0;
     char tail = 0;

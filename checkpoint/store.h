@@ -84,6 +84,9 @@ class CheckpointStore {
   static std::string folder_name(int64_t step);
   // Newest committed step in the folder (rank 0's view), or 0.
   int64_t newest_committed() const;
+  // The committed checkpoints in `dir` (step, folder), newest first: exactly step-NNNNNNNN
+  // folders with a manifest (.partial, .corrupt and .deleting folders never count).
+  static std::vector<std::pair<int64_t, std::string>> committed_in(const std::string& dir);
   const CheckpointOptions& options() const { return options_; }
   // Called at "ckpt-write" (midway through this rank's data) and "ckpt-commit" (data durable,
   // checksum not yet reported; on rank 0, manifest written and rename not yet done): the points

@@ -132,6 +132,12 @@ uint64_t sample_checksum(const unsigned char* bytes, size_t length) {
   return XXH3_64bits(bytes, length);
 }
 
+uint64_t dataset_bytes(const DatasetSpec& spec) {
+  uint64_t bytes = 0;
+  for (int f = 0; f < spec.files; ++f) bytes += shard_bytes(spec, f);
+  return bytes;
+}
+
 int64_t shard_first(const DatasetSpec& spec, int shard) {
   return spec.samples * int64_t(shard) / int64_t(spec.files);
 }

@@ -40,6 +40,9 @@ int64_t sample_length(const DatasetSpec& spec, int64_t sample);
 void fill_sample(const DatasetSpec& spec, int64_t sample, unsigned char* out, int64_t length);
 uint64_t sample_checksum(const unsigned char* bytes, size_t length);
 
+// Bytes of all samples (the lengths alone decide it; no content is generated).
+uint64_t dataset_bytes(const DatasetSpec& spec);
+
 // Shard f holds samples [shard_first(f), shard_first(f + 1)).
 int64_t shard_first(const DatasetSpec& spec, int shard);
 std::string shard_name(const DatasetSpec& spec, int shard);

@@ -50,7 +50,6 @@ class EpochOrder {
   EpochOrder(std::vector<int64_t> subset, uint64_t seed)
       : samples_(int64_t(subset.size())), seed_(seed), subset_(std::move(subset)) {}
   int64_t sample_at(int64_t position);
-  int64_t size() const { return samples_; }
 
  private:
   int64_t samples_;

@@ -2,6 +2,7 @@
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,35 @@ def mpirun(ranks, *args, scenario=TINY, timeout=240):
             with open(report_path) as f:
                 report = json.load(f)
         return Run(proc.returncode, proc.stdout, proc.stderr, report)
+
+
+class CheckpointCase(unittest.TestCase):
+    """A temporary checkpoint folder per test, runs that checkpoint every EVERY (4) steps, and
+    the digest of an uninterrupted run, computed once per (ranks, options)."""
+    EVERY = 4
+    reference = {}
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="trainproof-ckpt-")
+        self.dir = os.path.join(self.tmp, "ckpt")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def train(self, ranks, *args):
+        return mpirun(ranks, f"--checkpoint.dir={self.dir}", f"--checkpoint.every={self.EVERY}",
+                      *args)
+
+    def uninterrupted(self, ranks, *args):
+        key = (ranks, args)
+        if key not in self.reference:
+            run = mpirun(ranks, *args)
+            self.assertEqual(run.returncode, 0, run)
+            self.reference[key] = run.report["train"]["final_digest"]
+        return self.reference[key]
+
+    def folder(self, step):
+        return os.path.join(self.dir, f"step-{step:08d}")
 
 
 def direct(*args, timeout=60):

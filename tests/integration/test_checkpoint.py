@@ -4,43 +4,19 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
-import unittest
 
-from harness import BIN, MPIEXEC, TINY, main, mpirun
+from harness import CheckpointCase, BIN, MPIEXEC, TINY, main, mpirun
 
-EVERY = 4
+EVERY = CheckpointCase.EVERY
 
 
-class Checkpoint(unittest.TestCase):
-    reference = {}
-
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="trainproof-ckpt-")
-        self.dir = os.path.join(self.tmp, "ckpt")
-
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def train(self, ranks, *args):
-        return mpirun(ranks, f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}", *args)
-
-    def uninterrupted(self, ranks, *args):
-        key = (ranks, args)
-        if key not in self.reference:
-            run = mpirun(ranks, *args)
-            self.assertEqual(run.returncode, 0, run)
-            self.reference[key] = run.report["train"]["final_digest"]
-        return self.reference[key]
+class Checkpoint(CheckpointCase):
 
     def stopped_after(self, ranks, steps, *args):
         """A run that ends after `steps` (as a killed job would leave its checkpoints)."""
         run = self.train(ranks, f"--train.steps={steps}", *args)
         self.assertEqual(run.returncode, 0, run)
-
-    def folder(self, step):
-        return os.path.join(self.dir, f"step-{step:08d}")
 
     def test_resume_is_bit_exact_at_1_2_and_4_ranks(self):
         for ranks in (1, 2, 4):

@@ -4,12 +4,10 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
-import unittest
 
-from harness import main, mpirun
+from harness import CheckpointCase, main, mpirun
 
-EVERY = 4
+EVERY = CheckpointCase.EVERY
 LAYOUTS = {
     "file-per-rank": (),
     "file-per-rank+shard_optimizer": ("--checkpoint.shard_optimizer=true",),
@@ -19,29 +17,7 @@ MODES = {"sync": (), "async": ("--checkpoint.async=true",)}
 STATE_ELEMENTS = 3 * 32 * 32  # tiny.ini: 3 layers of 32x32
 
 
-class CheckpointLayouts(unittest.TestCase):
-    reference = {}
-
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="trainproof-layout-")
-        self.dir = os.path.join(self.tmp, "ckpt")
-
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def train(self, ranks, *args):
-        return mpirun(ranks, f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}", *args)
-
-    def uninterrupted(self, ranks, *args):
-        key = (ranks, args)
-        if key not in self.reference:
-            run = mpirun(ranks, *args)
-            self.assertEqual(run.returncode, 0, run)
-            self.reference[key] = run.report["train"]["final_digest"]
-        return self.reference[key]
-
-    def folder(self, step):
-        return os.path.join(self.dir, f"step-{step:08d}")
+class CheckpointLayouts(CheckpointCase):
 
     def stop_and_resume(self, ranks, *args):
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "app/drill_logic.h"
+#include "checkpoint/store.h"
 #include "common/errors.h"
 
 namespace {
@@ -44,9 +45,11 @@ class Folder : public ::testing::Test {
   fs::path dir;
 };
 
-TEST_F(Folder, CommittedStepsIgnorePartialFolders) {
-  EXPECT_EQ(tp::committed_steps(dir.string()), (std::vector<int64_t>{4, 8}));
-  EXPECT_EQ(tp::checkpoint_folder("ck", 8), "ck/step-00000008");
+TEST_F(Folder, CommittedCheckpointsIgnorePartialFolders) {
+  const auto committed = tp::CheckpointStore::committed_in(dir.string());
+  ASSERT_EQ(committed.size(), 2u);
+  EXPECT_EQ(committed[0].first, 8);  // newest first
+  EXPECT_EQ(committed[1].first, 4);
 }
 
 TEST_F(Folder, CorruptFlipsTruncatesOrDeletesTheNamedShard) {
