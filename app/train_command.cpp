@@ -50,14 +50,21 @@ uint64_t memory_total_bytes() {
   return 0;
 }
 
-// The report's data section from every rank's loader figures (5 per rank, rank-major).
+// The report's data section from every rank's loader figures (6 per rank, rank-major).
 json data_json(const TrainConfig& cfg, const DatasetSpec& spec, const std::vector<double>& per_rank,
                int ranks) {
   const uint64_t total_bytes = dataset_bytes(spec);
   double bytes = 0, samples = 0, busy = 0, window = 0, ram = 0;
   double rank_min = 0, rank_max = 0;
+  // A rank allowed fewer CPUs than its reader threads plus the step thread makes them take turns:
+  // its read figures and its stall then measure CPU, not storage.
+  const int threads_per_rank = cfg.data.readers + 1;
+  int cpus_min = 0, starved_rank = -1;
   for (int r = 0; r < ranks; ++r) {
-    const double* f = &per_rank[size_t(r) * 5];
+    const double* f = &per_rank[size_t(r) * 6];
+    const int cpus = int(f[5]);
+    if (r == 0 || cpus < cpus_min) cpus_min = cpus;
+    if (cpus < threads_per_rank && starved_rank < 0) starved_rank = r;
     bytes += f[0];
     samples += f[1];
     busy += f[2];
@@ -85,7 +92,9 @@ json data_json(const TrainConfig& cfg, const DatasetSpec& spec, const std::vecto
             {"rank_read_gbps", {{"min", rank_min}, {"max", rank_max}}},
             {"samples_per_s", window > 0 ? samples / window : 0.0},
             {"ram_of_reading_nodes", uint64_t(ram)},
-            {"page_cache_warning", ""}};
+            {"cpus_per_rank_min", cpus_min},
+            {"page_cache_warning", ""},
+            {"cpu_warning", ""}};
   if (double(total_bytes) < 5.0 * ram)
     data["page_cache_warning"] =
         "the dataset (" + std::to_string(total_bytes / 1000000) +
@@ -94,6 +103,17 @@ json data_json(const TrainConfig& cfg, const DatasetSpec& spec, const std::vecto
         std::to_string(uint64_t(ram) / 1000000) +
         " MB): the page cache can hold it, so read figures may measure memory, not storage "
         "(MLPerf Storage requires 5x; or use data.cache=drop)";
+  if (starved_rank >= 0) {
+    char text[512];
+    std::snprintf(text, sizeof text,
+                  "rank %d may run on %d CPU(s) (its affinity) for %d reader thread(s) and the "
+                  "step: they take turns, so read figures and the data stall measure CPU, not "
+                  "storage (give each rank %d cores: srun --cpus-per-task=%d, or mpirun "
+                  "--map-by slot:PE=%d or --bind-to none)",
+                  starved_rank, int(per_rank[size_t(starved_rank) * 6 + 5]), cfg.data.readers,
+                  threads_per_rank, threads_per_rank, threads_per_rank);
+    data["cpu_warning"] = text;
+  }
   return data;
 }
 
@@ -696,7 +716,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   const std::vector<double> all_loaded =
       gather_at_root(world, {double(loaded.bytes_read), double(loaded.samples_read),
                              loaded.reader_busy_s, loaded.last_read_s - loaded.first_read_s,
-                             world.local_rank == 0 ? double(memory_total_bytes()) : 0.0});
+                             world.local_rank == 0 ? double(memory_total_bytes()) : 0.0,
+                             double(cpu_affinity().size())});
   const HostGpuFacts gpu_facts = gather_gpu_facts(world, backends);
 
   int exit_code = kExitPass;
@@ -724,8 +745,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
       run.data = data_json(cfg, *dataset, all_loaded, world.size);
       run.data["rank_shift"] = cfg.data.rank_shift;
       run.data["rank_shards_read"] = all_shards_read;
-      if (const std::string w = run.data["page_cache_warning"]; !w.empty())
-        run.context["warnings"].push_back(w);
+      for (const char* key : {"page_cache_warning", "cpu_warning"})
+        if (const std::string w = run.data[key]; !w.empty()) run.context["warnings"].push_back(w);
     }
     const json report = build_report(run);
     const std::string path = inv.options["report"].as<std::string>();

@@ -3,12 +3,12 @@
 # reading window) against fio reading the same shards with the same block size (one sample), the
 # same number of threads, random order, page cache dropped before each, in rounds back to back.
 # The model is tiny and prefetch deep, so the readers, not the compute, set the pace.
-# Usage: [ROUNDS=3] [READERS=4] [FORMAT=raw] bench/dataloader-throughput.sh [FOLDER]
+# Usage: [ROUNDS=6] [READERS=4] [FORMAT=raw] bench/dataloader-throughput.sh [FOLDER]
 #   (needs scripts/build.sh first; root to drop the page cache)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 folder=${1:-out/bench/dataset}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-6}
 readers=${READERS:-4}
 format=${FORMAT:-raw}
 out=out/bench
@@ -34,15 +34,24 @@ for job in range(readers):
         print(f"--size={sum(s['bytes'] for s in mine)}")
 PY
 )
-for round in $(seq 1 "$rounds"); do
+run_loader() {
   drop_caches
-  scripts/mpirun.sh -np 1 build/trainproof train "${shape[@]}" --data.readers="$readers" \
+  scripts/mpirun.sh --bind-to none -np 1 build/trainproof train "${shape[@]}" \
+    --data.readers="$readers" \
     --data.prefetch=16 --model.layers=1 --model.hidden=32 --model.seq=4 --model.batch=16 \
     --train.epochs=1 --train.warmup_steps=0 --log.level=warn \
-    --report "$out/loader-$round.json" >/dev/null
+    --report "$out/loader-$1.json" >/dev/null
+}
+run_fio() {
   drop_caches
   fio --directory="$folder" --rw=randread --bs="$sample_bytes" --ioengine=psync \
-    --group_reporting --output-format=json "${fio_jobs[@]}" >"$out/fio-loader-$round.json"
+    --group_reporting --output-format=json "${fio_jobs[@]}" >"$out/fio-loader-$1.json"
+}
+# Shared or virtual storage drifts over seconds: alternate which side goes first, so a drift
+# favours each side in turn and the median ratio cancels it.
+for round in $(seq 1 "$rounds"); do
+  if ((round % 2)); then run_loader "$round"; run_fio "$round"
+  else run_fio "$round"; run_loader "$round"; fi
 done
 
 python3 - "$out" "$rounds" "$readers" "$format" <<'PY'

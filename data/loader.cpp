@@ -28,7 +28,23 @@ std::vector<int64_t> samples_of(const DatasetSpec& spec, const std::vector<int>&
   return samples;
 }
 
+// O_DIRECT reads of unaligned ranges land here first; one per reader thread, reused.
+thread_local SampleBytes direct_bounce;
+
 }  // namespace
+
+void SampleBytes::reserve(size_t n) {
+  if (n <= capacity) return;
+  const size_t rounded =
+      std::max<size_t>(kDirectAlign, (n + kDirectAlign - 1) / kDirectAlign * kDirectAlign);
+  void* memory = nullptr;
+  if (::posix_memalign(&memory, kDirectAlign, rounded) != 0)
+    throw RuntimeError("out of memory for a " + std::to_string(rounded) + "-byte sample buffer");
+  // Touch every page now, outside the readers' timed reads.
+  std::memset(memory, 0, rounded);
+  data.reset(static_cast<unsigned char*>(memory));
+  capacity = rounded;
+}
 
 int64_t EpochOrder::sample_at(int64_t position) {
   const int64_t epoch = position / samples_;
@@ -74,6 +90,13 @@ DatasetBatchSource::DatasetBatchSource(DatasetSpec spec, const ModelSpec& model,
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     fds_.push_back(fd);
   }
+  // The pool: every buffer the scheduled batches can hold at once, sized for the longest sample.
+  uint64_t longest = 0;
+  for (const ShardIndex& shard : shards_)
+    for (uint64_t length : shard.lengths) longest = std::max(longest, length);
+  const int64_t in_flight = int64_t(std::max(0, options_.prefetch) + 1) * share_.samples;
+  spare_.resize(size_t(std::max<int64_t>(0, in_flight)));
+  for (SampleBytes& buffer : spare_) buffer.reserve(size_t(longest));
   for (int r = 0; r < std::max(1, options_.readers); ++r)
     readers_.emplace_back([this] { read_loop(); });
 }
@@ -187,20 +210,21 @@ void DatasetBatchSource::read_sample(int64_t sample, SampleBytes& out) {
   uint64_t filled = 0;
   for (const auto& [offset, bytes] : pieces) {
     if (options_.direct) {
-      // O_DIRECT needs aligned offsets, sizes and memory: read the aligned superset.
+      // O_DIRECT needs aligned offsets, sizes and memory. An aligned piece lands in place; any
+      // other is read as its aligned superset into this reader's bounce buffer.
       const uint64_t begin = offset / kDirectAlign * kDirectAlign;
       const uint64_t end = (offset + bytes + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
-      void* aligned = nullptr;
-      if (::posix_memalign(&aligned, kDirectAlign, end - begin) != 0)
-        throw RuntimeError("out of memory for an O_DIRECT read");
-      const ssize_t n = ::pread(fds_[f], aligned, end - begin, off_t(begin));
-      const bool ok = n >= ssize_t(offset + bytes - begin);
-      if (ok)
-        std::memcpy(out.data.get() + filled, static_cast<char*>(aligned) + (offset - begin), bytes);
-      std::free(aligned);
-      if (!ok)
+      const bool in_place = begin == offset && end == offset + bytes && filled % kDirectAlign == 0;
+      unsigned char* target = out.data.get() + filled;
+      if (!in_place) {
+        direct_bounce.reserve(size_t(end - begin));
+        target = direct_bounce.data.get();
+      }
+      const ssize_t n = ::pread(fds_[f], target, end - begin, off_t(begin));
+      if (n < ssize_t(offset + bytes - begin))
         throw RuntimeError("read " + shard.path + " (sample " + std::to_string(sample) +
                            ") with O_DIRECT: " + (n < 0 ? std::strerror(errno) : "short read"));
+      if (!in_place) std::memcpy(out.data.get() + filled, target + (offset - begin), bytes);
     } else {
       uint64_t done = 0;
       while (done < bytes) {

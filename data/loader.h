@@ -9,6 +9,7 @@
 // digest.
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <memory>
@@ -59,16 +60,18 @@ class EpochOrder {
   std::vector<int64_t> order_;
 };
 
-// A sample's bytes in memory that is reused from batch to batch: never zero-filled, and faulted
-// in once, so the readers' time is the storage's.
+// A sample's bytes in page-aligned memory that is reused from batch to batch. The pool is
+// allocated and faulted in before the first read, as a real loader pins its buffers once, so the
+// readers' time is the storage's and an O_DIRECT read can land in it without a bounce.
 struct SampleBytes {
-  std::unique_ptr<unsigned char[]> data;
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char[], Free> data;
   size_t size = 0, capacity = 0;
+  void reserve(size_t n);  // at least n bytes, every page touched; keeps the contents otherwise
   void resize(size_t n) {
-    if (n > capacity) {
-      data.reset(new unsigned char[n]);
-      capacity = n;
-    }
+    reserve(n);
     size = n;
   }
 };
@@ -113,7 +116,7 @@ class DatasetBatchSource final : public BatchSource {
   std::condition_variable work_, done_;
   std::deque<Job> jobs_;
   std::map<int64_t, Pending> pending_;
-  std::vector<SampleBytes> spare_;  // buffers of consumed batches, for the next reads
+  std::vector<SampleBytes> spare_;  // the buffer pool: free buffers, for the next reads
   std::vector<uint64_t> fold_words_;
   bool stopping_ = false;
   LoaderStats stats_;

@@ -105,6 +105,37 @@ class Data(unittest.TestCase):
             digests.add(run.report["train"]["final_digest"])
         self.assertEqual(len(digests), 1)
 
+    def test_direct_reads_of_aligned_samples_land_in_place_and_verify(self):
+        # Page-sized samples at page-aligned offsets skip the bounce buffer; verify checks that
+        # every byte still lands where it belongs.
+        aligned = os.path.join(self.tmp, "aligned")
+        run = prepare(2, aligned, "--data.format=raw", spread=0)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        digests = set()
+        for direct in ("true", "false"):
+            run = self.train(2, aligned, f"--data.direct={direct}", "--data.verify=true",
+                             "--train.epochs=1", "--data.readers=3")
+            self.assertEqual(run.returncode, 0, run)
+            self.assertEqual(run.report["data"]["samples_read"], 64)
+            digests.add(run.report["train"]["final_digest"])
+        self.assertEqual(len(digests), 1)
+
+    def test_readers_without_cpus_of_their_own_are_warned_about(self):
+        # Bound to one core, 3 readers and the step thread take turns on it.
+        bound = self.train(1, self.raw, "--data.readers=3")
+        self.assertEqual(bound.returncode, 0, bound)
+        data = bound.report["data"]
+        self.assertEqual(data["cpus_per_rank_min"], 1)
+        self.assertIn("rank 0 may run on 1 CPU(s) (its affinity) for 3 reader thread(s)",
+                      data["cpu_warning"])
+        self.assertIn(data["cpu_warning"], bound.report["context"]["warnings"])
+        if len(os.sched_getaffinity(0)) < 2:
+            self.skipTest("the unbound half needs 2 CPUs")
+        free = mpirun(1, f"--data.dir={self.raw}", "--data.readers=1", bind="none")
+        self.assertEqual(free.returncode, 0, free)
+        self.assertGreaterEqual(free.report["data"]["cpus_per_rank_min"], 2)
+        self.assertEqual(free.report["data"]["cpu_warning"], "")
+
     def test_slowed_reads_raise_the_stall_and_lower_au(self):
         fast = self.train(2, self.raw, "--data.prefetch=0")
         slow = self.train(2, self.raw, "--data.prefetch=0", "--test.read_delay_ms=30")
