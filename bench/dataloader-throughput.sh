@@ -3,7 +3,7 @@
 # reading window) against fio reading the same shards with the same block size (one sample), the
 # same number of threads, random order, page cache dropped before each, in rounds back to back.
 # The model is tiny and prefetch deep, so the readers, not the compute, set the pace.
-# Usage: [ROUNDS=6] [READERS=4] [FORMAT=raw] bench/dataloader-throughput.sh [FOLDER]
+# Usage: [ROUNDS=6] [READERS=4] [FORMAT=raw] [BIND=none] bench/dataloader-throughput.sh [FOLDER]
 #   (needs scripts/build.sh first; root to drop the page cache)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,9 @@ folder=${1:-out/bench/dataset}
 rounds=${ROUNDS:-6}
 readers=${READERS:-4}
 format=${FORMAT:-raw}
+# fio's jobs may run on every CPU; so may the loader's rank, unless BIND=core shows what a
+# rank pinned to one core (mpirun's default for small jobs) does to its readers.
+bind=${BIND:-none}
 out=out/bench
 mkdir -p "$out"
 sample_bytes=$((1 << 20))
@@ -36,7 +39,7 @@ PY
 )
 run_loader() {
   drop_caches
-  scripts/mpirun.sh --bind-to none -np 1 build/trainproof train "${shape[@]}" \
+  scripts/mpirun.sh --bind-to "$bind" -np 1 build/trainproof train "${shape[@]}" \
     --data.readers="$readers" \
     --data.prefetch=16 --model.layers=1 --model.hidden=32 --model.seq=4 --model.batch=16 \
     --train.epochs=1 --train.warmup_steps=0 --log.level=warn \
@@ -54,19 +57,19 @@ for round in $(seq 1 "$rounds"); do
   else run_fio "$round"; run_loader "$round"; fi
 done
 
-python3 - "$out" "$rounds" "$readers" "$format" <<'PY'
+python3 - "$out" "$rounds" "$readers" "$format" "$bind" <<'PY'
 import json, statistics, sys
-out, rounds, readers, fmt = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+out, rounds, readers, fmt, bind = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 rows = []
 for r in range(1, rounds + 1):
     data = json.load(open(f"{out}/loader-{r}.json"))["data"]
     fio = json.load(open(f"{out}/fio-loader-{r}.json"))["jobs"][0]["read"]["bw_bytes"] / 1e9
     rows.append({"trainproof_gbps": data["read_gbps"], "fio_gbps": fio,
                  "ratio": data["read_gbps"] / fio})
-result = {"format": fmt, "readers": readers, "rounds": rows,
+result = {"format": fmt, "readers": readers, "bind": bind, "rounds": rows,
           "ratio": statistics.median(r["ratio"] for r in rows)}
 json.dump(result, open(f"{out}/dataloader-throughput.json", "w"), indent=2)
-print(f"{fmt}, {readers} readers, 1 MiB samples, cold cache, {rounds} rounds")
+print(f"{fmt}, {readers} readers, 1 MiB samples, cold cache, rank bound to {bind}, {rounds} rounds")
 for i, r in enumerate(rows, 1):
     print(f"  round {i}: trainproof {r['trainproof_gbps']:.2f} GB/s, fio {r['fio_gbps']:.2f} GB/s ({r['ratio']:.2f})")
 print(f"read: median ratio {result['ratio']:.2f} of fio (target >= 0.85)")
