@@ -59,7 +59,7 @@ exec 3>&1
 # ends by calling `verdict STATUS REASON`, after `fig KEY TEXT` or `fign KEY NUMBER` for each figure
 # worth reporting.
 STAGES=(environment cpu_smoke gpu_unit_tests gemm_vs_torch train_nccl_1rank train_cuda_mpi_2rank
-        checkpoint_resume)
+        checkpoint_resume data_path)
 # --- Later capabilities add their stages here (function, time limit, entry in STAGES), e.g.
 #     collective_sweep:  `trainproof sweep` over NCCL on the GPU, checking algbw/busbw and `wrong`.
 declare -A STAGE_LIMIT_S=(
@@ -70,6 +70,7 @@ declare -A STAGE_LIMIT_S=(
   [train_nccl_1rank]=90
   [train_cuda_mpi_2rank]=150
   [checkpoint_resume]=150
+  [data_path]=120
 )
 declare -A STAGE_TITLE=(
   [environment]="GPU, driver, CUDA, NCCL, PyTorch; every bundled file's libraries resolve"
@@ -78,6 +79,7 @@ declare -A STAGE_TITLE=(
   [gemm_vs_torch]="cuBLAS GEMM rate from trainproof against torch.matmul, fp32 and bf16"
   [train_nccl_1rank]="smoke.ini, compute cuda, comm nccl, 1 rank"
   [train_cuda_mpi_2rank]="smoke.ini, compute cuda, comm mpi, 2 ranks, twice; digests agree"
+  [data_path]="a prepared dataset read by the loader into the GPU compute (nccl 1 rank, mpi 2 ranks), verified; digests agree and differ from synthetic"
   [checkpoint_resume]="GPU state checkpointed, stopped and resumed (nccl file-per-rank sync; mpi 2 ranks shared-file async); digests match the uninterrupted run"
 )
 
@@ -791,6 +793,65 @@ stage_checkpoint_resume() {
     reason+="${reason:+; }$name: restored 16, digest ${digest:0:12}"
     [ -z "${NCCL_DIGEST:-}" ] && reason+=" (no uninterrupted digest to compare)"
   done
+  verdict "$status" "$reason"
+}
+
+# prepare-data writes a raw dataset (on the CPU, over the bundled Open MPI); the loader then feeds
+# it to the GPU compute with every sample's checksum verified: 1 rank over NCCL with 2 readers,
+# and 2 ranks sharing the GPU over MPI with 4 readers and a deeper prefetch. The digest depends on
+# neither the world size, the collective nor the readers, so both runs must agree; and the bytes
+# read feed the GEMMs, so they must differ from the synthetic 30-step run (train_nccl_1rank).
+stage_data_path() {
+  local rc name digest status=pass reason="" first=""
+  local -a shape=(--data.dir="$WORK/dataset" --data.format=raw --data.files=4 --data.samples=512
+    --data.sample_bytes=65536 --data.spread=0.25)
+  tmo 40 env LD_LIBRARY_PATH="$RUN_LD" "$BUNDLE/bin/mpirun" "${mpirun_flags[@]}" -np 2 \
+    "$BUNDLE/bin/trainproof" prepare-data --scenario "$BUNDLE/scenarios/smoke.ini" "${shape[@]}" \
+    >"$WORK/data-prepare.log" 2>&1
+  rc=$?
+  cat "$WORK/data-prepare.log"
+  fign prepare_exit "$rc"
+  if [ "$rc" != 0 ]; then
+    verdict fail "prepare-data exited $rc: $(tail -n 1 "$WORK/data-prepare.log")"
+    return
+  fi
+  local -a runs=("1 nccl 2 2" "2 mpi 4 4")
+  local run ranks comm readers prefetch
+  for run in "${runs[@]}"; do
+    read -r ranks comm readers prefetch <<<"$run"
+    name=${comm}_${ranks}rank
+    section "$name"
+    tmo 35 env LD_LIBRARY_PATH="$RUN_LD" "$BUNDLE/bin/mpirun" "${mpirun_flags[@]}" --bind-to none \
+      -np "$ranks" "$BUNDLE/bin/trainproof" train --scenario "$BUNDLE/scenarios/smoke.ini" \
+      "${shape[@]}" --compute.backend=cuda --comm.backend="$comm" --data.verify=true \
+      --data.readers="$readers" --data.prefetch="$prefetch" --report "$WORK/data-$name.json" \
+      >"$WORK/data-$name.log" 2>&1
+    rc=$?
+    cat "$WORK/data-$name.log"
+    fign "${name}_exit" "$rc"
+    if [ "$(gpu_run_status "$rc")" != pass ]; then
+      status=$(gpu_run_status "$rc")
+      reason=$(gpu_run_reason "$rc" "$WORK/data-$name.log" "$name")
+      break
+    fi
+    digest=$(py get "$WORK/data-$name.json" train.final_digest)
+    fig "${name}_digest" "$digest"
+    fign "${name}_samples_read" "$(py get "$WORK/data-$name.json" data.samples_read)"
+    fign "${name}_read_gbps" "$(py get "$WORK/data-$name.json" data.read_gbps)"
+    fign "${name}_au" "$(py get "$WORK/data-$name.json" train.au)"
+    if [ -z "$first" ]; then
+      first=$digest
+    elif [ "$digest" != "$first" ]; then
+      status=fail
+      reason="$name: digest $digest differs from the 1-rank NCCL run's $first"
+      break
+    fi
+    reason+="${reason:+; }$name: verified, digest ${digest:0:12}"
+  done
+  if [ "$status" = pass ] && [ -n "${NCCL_DIGEST:-}" ] && [ "$first" = "$NCCL_DIGEST" ]; then
+    status=fail
+    reason="the dataset run's digest equals the synthetic run's: the bytes read never reached the GPU"
+  fi
   verdict "$status" "$reason"
 }
 
