@@ -120,6 +120,22 @@ class Data(unittest.TestCase):
             digests.add(run.report["train"]["final_digest"])
         self.assertEqual(len(digests), 1)
 
+    def test_more_readers_really_read_in_parallel(self):
+        # With every read slowed by 20 ms, one reader caps the rate at 50 samples/s; four that
+        # overlap their reads go well past it, and their busy time exceeds the reading window.
+        rates = {}
+        for readers in (1, 4):
+            run = self.train(1, self.raw, f"--data.readers={readers}", "--data.prefetch=8",
+                             "--test.read_delay_ms=20", "--train.steps=6")
+            self.assertEqual(run.returncode, 0, run)
+            data = run.report["data"]
+            rates[readers] = data["samples_per_s"]
+            window = data["samples_read"] / data["samples_per_s"]
+            if readers == 4:
+                self.assertGreater(data["reader_busy_s"], 2 * window)
+        self.assertLess(rates[1], 50)
+        self.assertGreater(rates[4], 2.5 * rates[1])
+
     def test_readers_without_cpus_of_their_own_are_warned_about(self):
         # Bound to one core, 3 readers and the step thread take turns on it.
         bound = self.train(1, self.raw, "--data.readers=3")
