@@ -1,0 +1,185 @@
+"""Multi-node runs on the virtual Slurm cluster (scripts/vcluster.sh): two nodes with their own
+hostnames and private /tmp, ranks launched by srun through PMIx, as on a real cluster.
+
+Exits 77 (ctest: skipped, with the reason printed) where this host cannot run the cluster: not
+root, no network namespaces, or Slurm missing. The cluster is always stopped: in tearDownClass,
+at exit, on SIGTERM, and by the ctest fixture slurm.vcluster_teardown if this process is killed."""
+import atexit
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+from harness import BIN, TINY, Run, mpirun
+
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
+VCLUSTER = os.path.join(SCRIPTS, "vcluster.sh")
+STATE = os.environ.get("VC_STATE", "/var/lib/trainproof-vcluster")
+# Everything the nodes must see lives under the state folder: the build may sit in /tmp, which
+# each node replaces with its own.
+WORK = os.path.join(STATE, "test-work")
+ENV = dict(os.environ, SLURM_CONF=os.path.join(STATE, "slurm.conf"), VC_STATE=STATE)
+SRUN = ["srun", "-N2", "-n4", "--mpi=pmix", "-K1"]
+
+
+def stop_cluster():
+    subprocess.run([VCLUSTER, "stop"], env=ENV, capture_output=True, timeout=120)
+
+
+def run(cmd, report=None, timeout=180):
+    proc = subprocess.run(cmd, cwd=WORK, env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+    parsed = None
+    if report and os.path.exists(report):
+        with open(report) as f:
+            parsed = json.load(f)
+    return Run(proc.returncode, proc.stdout, proc.stderr, parsed)
+
+
+def squeue(job):
+    return run(["squeue", "-h", "-j", job, "-o", "%T %r"]).stdout.strip()
+
+
+def wait_for(condition, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(1)
+    return False
+
+
+class VirtualCluster(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        atexit.register(stop_cluster)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        started = subprocess.run([VCLUSTER, "start", "2"], env=ENV, capture_output=True,
+                                 text=True, timeout=180)
+        assert started.returncode == 0, started.stdout + started.stderr
+        shutil.rmtree(WORK, ignore_errors=True)
+        os.makedirs(WORK)
+        cls.bin = os.path.join(WORK, "trainproof")
+        shutil.copy2(BIN, cls.bin)
+        cls.tiny = os.path.join(WORK, "tiny.ini")
+        shutil.copy2(TINY, cls.tiny)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(WORK, ignore_errors=True)
+        stop_cluster()
+
+    def train(self, name, *args, launcher=SRUN):
+        report = os.path.join(WORK, f"{name}.json")
+        return run([*launcher, self.bin, "train", "--scenario", self.tiny, "--report", report,
+                    "--log.level=warn", *args], report)
+
+    def test_two_nodes_train_to_the_one_rank_digest(self):
+        multi = self.train("multi")
+        self.assertIn(multi.returncode, (0, 1), multi)
+        self.assertNotEqual(multi.report["verdict"], "FAIL", multi)
+        hosts = [r["host"] for r in multi.report["ranks"]]
+        self.assertEqual(hosts, ["vc-n1", "vc-n1", "vc-n2", "vc-n2"])
+        self.assertEqual([n["host"] for n in multi.report["nodes"]], ["vc-n1", "vc-n2"])
+        self.assertEqual([r["local_rank"] for r in multi.report["ranks"]], [0, 1, 0, 1])
+        # The state is a function of the scenario alone: one rank on one node ends on it too.
+        single = self.train("single", launcher=["srun", "-N1", "-n1", "--mpi=pmix"])
+        self.assertEqual(single.returncode, 0, single)
+        self.assertEqual(multi.report["train"]["final_digest"],
+                         single.report["train"]["final_digest"])
+
+    def test_node_local_checkpoint_folder_is_refused_naming_the_node(self):
+        # /tmp is each node's own: rank 0's probe file is not there on vc-n2.
+        local = self.train("local", "--checkpoint.dir=/tmp/trainproof-ckpt",
+                           "--checkpoint.every=4")
+        self.assertEqual(local.returncode, 2, local)
+        self.assertIn("on host vc-n2 is not the folder rank 0 sees", local.stderr)
+
+    def test_shared_checkpoints_resume_bit_exact_across_nodes(self):
+        ckpt = os.path.join(WORK, "ckpt")
+        whole = self.train("whole")
+        first = self.train("first", f"--checkpoint.dir={ckpt}", "--checkpoint.every=4",
+                           "--train.steps=8")
+        self.assertEqual(first.returncode, 0, first)
+        resumed = self.train("resumed", f"--checkpoint.dir={ckpt}", "--resume=auto")
+        self.assertIn(resumed.returncode, (0, 1), resumed)
+        self.assertEqual(resumed.report["train"]["restored_step"], 8)
+        self.assertEqual(resumed.report["train"]["final_digest"],
+                         whole.report["train"]["final_digest"])
+
+    def test_rank_shift_reads_the_other_nodes_shards(self):
+        data = os.path.join(WORK, "dataset")
+        shape = [f"--data.dir={data}", "--data.format=raw", "--data.files=8",
+                 "--data.samples=64", "--data.sample_bytes=4096"]
+        prepared = run([*SRUN, self.bin, "prepare-data", "--scenario", self.tiny, *shape])
+        self.assertEqual(prepared.returncode, 0, prepared)
+        # Shard f is written by rank f mod 4: ranks 0,1 sit on vc-n1, ranks 2,3 on vc-n2.
+        shifted = self.train("shifted", *shape, "--data.rank_shift=1", "--data.verify=true")
+        self.assertIn(shifted.returncode, (0, 1), shifted)
+        self.assertEqual(shifted.report["data"]["rank_shards_read"], ["2,6", "3,7", "0,4", "1,5"])
+        own = self.train("own", *shape, "--data.rank_shift=0", "--data.verify=true")
+        self.assertEqual(own.report["data"]["rank_shards_read"], ["0,4", "1,5", "2,6", "3,7"])
+
+    def test_sbatch_template_is_preempted_requeued_and_resumes_bit_exact(self):
+        # slurm/train.sbatch as shipped, sized to the 2-CPU nodes from the command line. USR1
+        # (what its --signal=USR1@90 sends before the time limit) makes the run checkpoint and
+        # exit 4; the template requeues the job, and the requeued run resumes from it.
+        long = os.path.join(WORK, "long.ini")
+        with open(TINY) as src, open(long, "w") as dst:
+            dst.write(src.read().replace("steps = 12", "steps = 1500"))
+        report, ckpt = os.path.join(WORK, "sbatch.json"), os.path.join(WORK, "sbatch-ckpt")
+        template = os.path.join(SCRIPTS, "..", "slurm", "train.sbatch")
+        submit = run(["sbatch", "--parsable", "-N2", "--ntasks-per-node=2", "--cpus-per-task=1",
+                      "--time=10", f"--export=ALL,TRAINPROOF={self.bin},SCENARIO={long},"
+                      f"REPORT={report},CKPT={ckpt}", template])
+        self.assertEqual(submit.returncode, 0, submit)
+        job = submit.stdout.strip().split(";")[0]
+        log = os.path.join(WORK, f"trainproof-{job}.out")
+        self.assertTrue(wait_for(lambda: os.path.isdir(ckpt) and any(
+            n.startswith("step-") for n in os.listdir(ckpt)), 90), "no checkpoint committed")
+        run(["scancel", "--signal=USR1", job])
+        # Slurm holds a requeued job for about two minutes; release it now.
+        self.assertTrue(wait_for(lambda: "BeginTime" in squeue(job), 90), squeue(job))
+        run(["scontrol", "update", f"JobId={job}", "StartTime=now"])
+        self.assertTrue(wait_for(lambda: squeue(job) == "", 150), squeue(job))
+        with open(log) as f:
+            text = f.read()
+        stopped = re.search(r"SIGUSR1 received: stopped after step (\d+)", text)
+        self.assertIsNotNone(stopped, text[-3000:])
+        with open(report) as f:
+            resumed = json.load(f)
+        self.assertEqual(resumed["train"]["restored_step"], int(stopped.group(1)))
+        whole = mpirun(1, scenario=long)
+        self.assertEqual(whole.returncode, 0, whole)
+        self.assertEqual(resumed["train"]["final_digest"], whole.report["train"]["final_digest"])
+
+    def test_drill_kills_a_rank_on_the_second_node_and_recovers(self):
+        report = os.path.join(WORK, "drill.json")
+        drill = run([self.bin, "drill", "--launcher", " ".join(SRUN), "--scenario", self.tiny,
+                     f"--checkpoint.dir={os.path.join(WORK, 'drill')}", "--checkpoint.every=4",
+                     "--fault", "kill:rank=3,step=10,phase=compute", "--report", report],
+                    report, timeout=300)
+        self.assertEqual(drill.returncode, 0, drill)
+        self.assertIn("rank 3 on vc-n2, step 10 compute", drill.stdout)
+        self.assertIn("MATCH", drill.stdout)
+        self.assertEqual(drill.report["drill"]["verdict"], "PASS")
+        # 4 ranks on 2 cores may flag a straggler (WARN); the drill must not fail the run.
+        self.assertNotEqual(drill.report["verdict"], "FAIL")
+
+
+def main():
+    check = subprocess.run([VCLUSTER, "check"], env=ENV, capture_output=True, text=True)
+    if check.returncode != 0:
+        print("skipped:", (check.stdout + check.stderr).strip())
+        sys.exit(77)
+    print("trainproof:", BIN, "launcher:", " ".join(SRUN), file=sys.stderr)
+    unittest.main(verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
