@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libopenblas-dev libxxhash-dev
   python3 clang-format
-  slurm-wlm munge fio python3-matplotlib python3-h5py hdf5-tools
+  slurm-wlm munge iproute2 fio python3-matplotlib python3-h5py hdf5-tools
 )
 
 missing=()
