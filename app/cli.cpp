@@ -122,8 +122,9 @@ po::options_description registry() {
       ("data.sample_bytes", po::value<int64_t>()->default_value(65536), "bytes per sample")
       ("data.spread", po::value<double>()->default_value(0.0),
        "sample lengths vary uniformly within sample_bytes * (1 +- spread), 0 <= spread < 1")
-      ("data.readers", po::value<int>()->default_value(2), "reader threads per rank")
-      ("data.prefetch", po::value<int>()->default_value(2), "batches read ahead of the step")
+      ("data.readers", po::value<int>()->default_value(2), "reader threads per rank; give each rank readers + 1 CPUs, or the report warns that reads "
+       "and stall measure CPU")
+      ("data.prefetch", po::value<int>()->default_value(2), "batches read ahead of the step; the loader holds (prefetch + 1) batches of buffers")
       ("data.verify", po::value<bool>()->default_value(false),
        "check every sample's checksum; a mismatch is an error naming the file and sample")
       ("data.cache", po::value<std::string>()->default_value("keep"),
