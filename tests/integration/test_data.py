@@ -142,8 +142,8 @@ class Data(unittest.TestCase):
         self.assertEqual(bound.returncode, 0, bound)
         data = bound.report["data"]
         self.assertEqual(data["cpus_per_rank_min"], 1)
-        self.assertIn("rank 0 may run on 1 CPU(s) (its affinity) for 3 reader thread(s)",
-                      data["cpu_warning"])
+        self.assertIn("rank 0 has 1 CPU(s) of its own", data["cpu_warning"])
+        self.assertIn("for 3 reader thread(s)", data["cpu_warning"])
         self.assertIn(data["cpu_warning"], bound.report["context"]["warnings"])
         if len(os.sched_getaffinity(0)) < 2:
             self.skipTest("the unbound half needs 2 CPUs")
@@ -151,6 +151,12 @@ class Data(unittest.TestCase):
         self.assertEqual(free.returncode, 0, free)
         self.assertGreaterEqual(free.report["data"]["cpus_per_rank_min"], 2)
         self.assertEqual(free.report["data"]["cpu_warning"], "")
+        # Unbound, two ranks on one host share its CPUs: each has half of them.
+        shared = mpirun(2, f"--data.dir={self.raw}", "--data.readers=1", bind="none")
+        self.assertEqual(shared.returncode, 0, shared)
+        cpus = len(os.sched_getaffinity(0))
+        self.assertAlmostEqual(shared.report["data"]["cpus_per_rank_min"], cpus / 2)
+        self.assertEqual(shared.report["data"]["cpu_warning"] == "", cpus >= 4)
 
     def test_slowed_reads_raise_the_stall_and_lower_au(self):
         fast = self.train(2, self.raw, "--data.prefetch=0")
