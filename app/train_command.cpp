@@ -50,16 +50,10 @@ uint64_t memory_total_bytes() {
   return 0;
 }
 
-// The CPUs a rank can count on: its affinity, or its share of the host's CPUs when the host's
-// ranks are not bound apart (each then sees them all).
-double cpus_of_own(const World& world) {
-  return std::min(double(cpu_affinity().size()),
-                  double(online_cpus()) / double(std::max(1, world.local_size)));
-}
-
-// The report's data section from every rank's loader figures (6 per rank, rank-major).
+// The report's data section from every rank's loader figures (5 per rank, rank-major) and its
+// share of its host's CPUs (cpu_shares).
 json data_json(const TrainConfig& cfg, const DatasetSpec& spec, const std::vector<double>& per_rank,
-               int ranks) {
+               const std::vector<double>& cpu_share, int ranks) {
   const uint64_t total_bytes = dataset_bytes(spec);
   double bytes = 0, samples = 0, busy = 0, window = 0, ram = 0;
   double rank_min = 0, rank_max = 0;
@@ -69,8 +63,8 @@ json data_json(const TrainConfig& cfg, const DatasetSpec& spec, const std::vecto
   double cpus_min = 0;
   int starved_rank = -1;
   for (int r = 0; r < ranks; ++r) {
-    const double* f = &per_rank[size_t(r) * 6];
-    const double cpus = f[5];
+    const double* f = &per_rank[size_t(r) * 5];
+    const double cpus = cpu_share.at(size_t(r));
     if (r == 0 || cpus < cpus_min) cpus_min = cpus;
     if (cpus < threads_per_rank && starved_rank < 0) starved_rank = r;
     bytes += f[0];
@@ -114,11 +108,12 @@ json data_json(const TrainConfig& cfg, const DatasetSpec& spec, const std::vecto
   if (starved_rank >= 0) {
     char text[512];
     std::snprintf(text, sizeof text,
-                  "rank %d has %.3g CPU(s) of its own (its affinity, or its host's CPUs over the "
-                  "ranks there) for %d reader thread(s) and the step: they take turns, so read "
+                  "rank %d has %.3g CPU(s) of its own (its affinity, shared with the ranks of its "
+                  "host that may run there) for %d reader thread(s) and the step: they take "
+                  "turns, so read "
                   "figures and the data stall measure CPU, not storage (give each rank %d cores: "
                   "srun --cpus-per-task=%d, or mpirun --map-by slot:PE=%d or --bind-to none)",
-                  starved_rank, per_rank[size_t(starved_rank) * 6 + 5], cfg.data.readers,
+                  starved_rank, cpu_share.at(size_t(starved_rank)), cfg.data.readers,
                   threads_per_rank, threads_per_rank, threads_per_rank);
     data["cpu_warning"] = text;
   }
@@ -721,10 +716,10 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   for (int f : loaded.shards_read)
     shards_read += (shards_read.empty() ? "" : ",") + std::to_string(f);
   const auto all_shards_read = gather_strings_at_root(world, shards_read);
-  const std::vector<double> all_loaded = gather_at_root(
-      world, {double(loaded.bytes_read), double(loaded.samples_read), loaded.reader_busy_s,
-              loaded.last_read_s - loaded.first_read_s,
-              world.local_rank == 0 ? double(memory_total_bytes()) : 0.0, cpus_of_own(world)});
+  const std::vector<double> all_loaded =
+      gather_at_root(world, {double(loaded.bytes_read), double(loaded.samples_read),
+                             loaded.reader_busy_s, loaded.last_read_s - loaded.first_read_s,
+                             world.local_rank == 0 ? double(memory_total_bytes()) : 0.0});
   const HostGpuFacts gpu_facts = gather_gpu_facts(world, backends);
 
   int exit_code = kExitPass;
@@ -749,7 +744,8 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     run.context = build_context(inv, cfg, world, start_time, backends, gpu_facts, int64_t(steps),
                                 folder_facts);
     if (dataset) {
-      run.data = data_json(cfg, *dataset, all_loaded, world.size);
+      run.data = data_json(cfg, *dataset, all_loaded, cpu_shares(affinities, world.host_of_rank),
+                           world.size);
       run.data["rank_shift"] = cfg.data.rank_shift;
       run.data["rank_shards_read"] = all_shards_read;
       for (const char* key : {"page_cache_warning", "cpu_warning"})

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace tp {
@@ -40,6 +42,42 @@ std::string format_cpulist(std::vector<int> ids) {
     i = j + 1;
   }
   return out;
+}
+
+std::vector<int> parse_cpulist(const std::string& list) {
+  std::vector<int> ids;
+  size_t at = 0;
+  while (at < list.size()) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, end - at);
+    at = end + 1;
+    int first = 0, last = 0;
+    char dash = 0;
+    const int fields = std::sscanf(item.c_str(), "%d%c%d", &first, &dash, &last);
+    if (fields == 1)
+      last = first;
+    else if (fields != 3 || dash != '-' || last < first)
+      break;
+    for (int id = first; id <= last; ++id) ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<double> cpu_shares(const std::vector<std::string>& affinity_of_rank,
+                               const std::vector<std::string>& host_of_rank) {
+  std::vector<std::vector<int>> cpus;
+  std::map<std::pair<std::string, int>, int> holders;  // (host, cpu) -> ranks holding it
+  for (size_t r = 0; r < affinity_of_rank.size(); ++r) {
+    cpus.push_back(parse_cpulist(affinity_of_rank[r]));
+    for (int cpu : cpus.back()) ++holders[{host_of_rank.at(r), cpu}];
+  }
+  std::vector<double> shares;
+  for (size_t r = 0; r < cpus.size(); ++r) {
+    double share = 0;
+    for (int cpu : cpus[r]) share += 1.0 / holders[{host_of_rank[r], cpu}];
+    shares.push_back(share);
+  }
+  return shares;
 }
 
 std::string cpu_affinity_list() {

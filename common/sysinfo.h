@@ -19,6 +19,13 @@ unsigned online_cpus();
 // The scaling governor of cpu0 ("performance", "powersave"), or empty when not exposed.
 std::string cpu_governor();
 std::string format_cpulist(std::vector<int> ids);
+// "0-3,8" -> {0,1,2,3,8}; an empty or malformed list gives what parsed before the fault.
+std::vector<int> parse_cpulist(const std::string& list);
+// Each rank's share of CPUs: every CPU of its affinity counts 1/k, where k is the number of ranks
+// of the same host whose affinity holds that CPU. Ranks bound apart get their affinity; ranks
+// that all see one set split it.
+std::vector<double> cpu_shares(const std::vector<std::string>& affinity_of_rank,
+                               const std::vector<std::string>& host_of_rank);
 std::string utc_timestamp();
 
 }  // namespace tp

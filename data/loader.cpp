@@ -91,12 +91,16 @@ DatasetBatchSource::DatasetBatchSource(DatasetSpec spec, const ModelSpec& model,
     fds_.push_back(fd);
   }
   // The pool: every buffer the scheduled batches can hold at once, sized for the longest sample.
-  uint64_t longest = 0;
   for (const ShardIndex& shard : shards_)
-    for (uint64_t length : shard.lengths) longest = std::max(longest, length);
+    for (uint64_t length : shard.lengths) longest_ = std::max(longest_, length);
   const int64_t in_flight = int64_t(std::max(0, options_.prefetch) + 1) * share_.samples;
-  spare_.resize(size_t(std::max<int64_t>(0, in_flight)));
-  for (SampleBytes& buffer : spare_) buffer.reserve(size_t(longest));
+  try {
+    spare_.resize(size_t(std::max<int64_t>(0, in_flight)));
+    for (SampleBytes& buffer : spare_) buffer.reserve(size_t(longest_));
+  } catch (...) {
+    for (int fd : fds_) ::close(fd);
+    throw;
+  }
   for (int r = 0; r < std::max(1, options_.readers); ++r)
     readers_.emplace_back([this] { read_loop(); });
 }
@@ -135,6 +139,12 @@ void DatasetBatchSource::schedule(int64_t step) {
 }
 
 void DatasetBatchSource::read_loop() {
+  // An unaligned O_DIRECT piece spans at most one more page at each end. Out of memory here, the
+  // first read that needs the buffer reports it.
+  try {
+    if (options_.direct) direct_bounce.reserve(size_t(longest_ + 2 * kDirectAlign));
+  } catch (const std::exception&) {
+  }
   for (;;) {
     Job job;
     {

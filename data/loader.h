@@ -110,6 +110,7 @@ class DatasetBatchSource final : public BatchSource {
   EpochOrder order_;
   std::vector<ShardIndex> shards_;
   std::vector<int> fds_;
+  uint64_t longest_ = 0;         // the longest sample's bytes: the size of every pooled buffer
   int64_t scheduled_until_ = 0;  // steps up to here have their reads queued
 
   mutable std::mutex mutex_;

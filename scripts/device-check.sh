@@ -803,7 +803,10 @@ stage_checkpoint_resume() {
 # read feed the GEMMs, so they must differ from the synthetic 30-step run (train_nccl_1rank).
 stage_data_path() {
   local rc name digest status=pass reason="" first=""
-  local -a shape=(--data.dir="$WORK/dataset" --data.format=raw --data.files=4 --data.samples=512
+  # The dataset (32 MiB of random bytes) stays out of $WORK, which is archived for the return trip.
+  local dataset
+  dataset=$(mktemp -d "${TMPDIR:-/tmp}/trainproof-device-data.XXXXXX")
+  local -a shape=(--data.dir="$dataset" --data.format=raw --data.files=4 --data.samples=512
     --data.sample_bytes=65536 --data.spread=0.25)
   tmo 40 env LD_LIBRARY_PATH="$RUN_LD" "$BUNDLE/bin/mpirun" "${mpirun_flags[@]}" -np 2 \
     "$BUNDLE/bin/trainproof" prepare-data --scenario "$BUNDLE/scenarios/smoke.ini" "${shape[@]}" \
@@ -812,6 +815,7 @@ stage_data_path() {
   cat "$WORK/data-prepare.log"
   fign prepare_exit "$rc"
   if [ "$rc" != 0 ]; then
+    rm -rf "$dataset"
     verdict fail "prepare-data exited $rc: $(tail -n 1 "$WORK/data-prepare.log")"
     return
   fi
@@ -852,6 +856,7 @@ stage_data_path() {
     status=fail
     reason="the dataset run's digest equals the synthetic run's: the bytes read never reached the GPU"
   fi
+  rm -rf "$dataset"
   verdict "$status" "$reason"
 }
 

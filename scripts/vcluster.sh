@@ -31,6 +31,11 @@ check() {
   for tool in slurmctld slurmd srun sinfo munged ip nsenter unshare; do
     command -v "$tool" >/dev/null || { echo "vcluster: $tool is not installed (scripts/setup.sh)"; return 77; }
   done
+  if [ "$(nproc)" -lt 2 ]; then
+    echo "vcluster: needs 2 CPUs (each node is declared with 2, and the tests put 2 ranks on each)"
+    return 77
+  fi
+  ip netns del vc-probe 2>/dev/null
   if ! ip netns add vc-probe 2>/dev/null; then
     echo "vcluster: cannot create network namespaces here (no CAP_SYS_ADMIN/CAP_NET_ADMIN?)"
     return 77
@@ -77,7 +82,7 @@ InactiveLimit=0
 KillWait=5
 EOF
   for i in $(seq 1 "$nodes"); do
-    echo "NodeName=vc-n$i NodeAddr=$NET.$((10 + i)) CPUs=2 RealMemory=4000 State=UNKNOWN"
+    echo "NodeName=vc-n$i NodeAddr=$NET.$((10 + i)) CPUs=2 RealMemory=1000 State=UNKNOWN"
   done >>"$VC_STATE/slurm.conf"
   echo "PartitionName=vc Nodes=$(node_names "$nodes") Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4" \
     >>"$VC_STATE/slurm.conf"
@@ -145,7 +150,7 @@ kill_pidfile() {
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
     kill "$pid" 2>/dev/null
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null
+    if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null; fi
   fi
   rm -f "$file"
 }
@@ -156,6 +161,9 @@ stop() {
   # Job steps left behind by a test (slurmstepd and the ranks it started) die with their nodes.
   for node in $(ip netns list 2>/dev/null | awk '/^vc-n[0-9]+/ {print $1}'); do
     ip netns pids "$node" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    # The host end of the veth goes now: after `netns del` the kernel removes it only later,
+    # and a start right after would find the name taken.
+    ip link del "$node" 2>/dev/null
     ip netns del "$node" 2>/dev/null
   done
   ip link del "$BRIDGE" 2>/dev/null
@@ -163,7 +171,8 @@ stop() {
     kill_pidfile /run/munge/munged.pid
     rm -f "$VC_STATE/munge.started-here"
   fi
-  rm -rf "$VC_STATE/ctld-state" "$VC_STATE"/spool-vc-n*
+  # Node-local scratch goes too: a new cluster starts with empty /tmp folders.
+  rm -rf "$VC_STATE/ctld-state" "$VC_STATE"/spool-vc-n* "$VC_STATE"/tmp-vc-n*
   return 0
 }
 

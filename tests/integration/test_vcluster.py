@@ -129,9 +129,15 @@ class VirtualCluster(unittest.TestCase):
         # slurm/train.sbatch as shipped, sized to the 2-CPU nodes from the command line. USR1
         # (what its --signal=USR1@90 sends before the time limit) makes the run checkpoint and
         # exit 4; the template requeues the job, and the requeued run resumes from it.
-        long = os.path.join(WORK, "long.ini")
-        with open(TINY) as src, open(long, "w") as dst:
-            dst.write(src.read().replace("steps = 12", "steps = 1500"))
+        # Rank 0 sleeps 10 ms a step (a timing-only fault: the digest is unchanged), so the run
+        # lasts 8 s or more however fast the host, and the signal lands mid-run.
+        long, reference = os.path.join(WORK, "long.ini"), os.path.join(WORK, "reference.ini")
+        with open(TINY) as src:
+            text = src.read().replace("steps = 12", "steps = 800")
+        with open(reference, "w") as dst:
+            dst.write(text)
+        with open(long, "w") as dst:
+            dst.write("fault = slow:rank=0,ms=10\n" + text)
         report, ckpt = os.path.join(WORK, "sbatch.json"), os.path.join(WORK, "sbatch-ckpt")
         template = os.path.join(SCRIPTS, "..", "slurm", "train.sbatch")
         submit = run(["sbatch", "--parsable", "-N2", "--ntasks-per-node=2", "--cpus-per-task=1",
@@ -139,6 +145,7 @@ class VirtualCluster(unittest.TestCase):
                       f"REPORT={report},CKPT={ckpt}", template])
         self.assertEqual(submit.returncode, 0, submit)
         job = submit.stdout.strip().split(";")[0]
+        self.addCleanup(run, ["scancel", job])
         log = os.path.join(WORK, f"trainproof-{job}.out")
         self.assertTrue(wait_for(lambda: os.path.isdir(ckpt) and any(
             n.startswith("step-") for n in os.listdir(ckpt)), 90), "no checkpoint committed")
@@ -154,7 +161,7 @@ class VirtualCluster(unittest.TestCase):
         with open(report) as f:
             resumed = json.load(f)
         self.assertEqual(resumed["train"]["restored_step"], int(stopped.group(1)))
-        whole = mpirun(1, scenario=long)
+        whole = mpirun(1, scenario=reference)
         self.assertEqual(whole.returncode, 0, whole)
         self.assertEqual(resumed["train"]["final_digest"], whole.report["train"]["final_digest"])
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "app/context.h"
+#include "common/sysinfo.h"
 
 TEST(Context, KeepsLauncherVariablesAndRedactsSecrets) {
   const auto env = tp::launcher_environment(
@@ -22,4 +23,25 @@ TEST(Context, TimingWarnings) {
   EXPECT_TRUE(tp::timing_warnings({2, 4, "performance", "Release", false, 100}).empty());
   const auto w = tp::timing_warnings({8, 2, "powersave", "Debug", true, 3});
   EXPECT_EQ(w.size(), 5u);
+}
+
+TEST(CpuShares, ParsesCpulistsBothWays) {
+  EXPECT_EQ(tp::parse_cpulist("0-3,8"), (std::vector<int>{0, 1, 2, 3, 8}));
+  EXPECT_EQ(tp::parse_cpulist("5"), (std::vector<int>{5}));
+  EXPECT_TRUE(tp::parse_cpulist("").empty());
+  EXPECT_EQ(tp::parse_cpulist("1,x,3"), (std::vector<int>{1}));
+  EXPECT_EQ(tp::format_cpulist(tp::parse_cpulist("0-3,8,10-11")), "0-3,8,10-11");
+}
+
+TEST(CpuShares, SplitsEachCpuOverTheRanksOfItsHostThatHoldIt) {
+  // Bound apart: each rank has its own core.
+  EXPECT_EQ(tp::cpu_shares({"0", "1"}, {"a", "a"}), (std::vector<double>{1, 1}));
+  // Unbound: two ranks see the same 4 CPUs and get 2 each.
+  EXPECT_EQ(tp::cpu_shares({"0-3", "0-3"}, {"a", "a"}), (std::vector<double>{2, 2}));
+  // A cpuset of one CPU under taskset, shared by both ranks.
+  EXPECT_EQ(tp::cpu_shares({"0", "0"}, {"a", "a"}), (std::vector<double>{0.5, 0.5}));
+  // The same CPU numbers on two hosts are different CPUs.
+  EXPECT_EQ(tp::cpu_shares({"0-1", "0-1"}, {"a", "b"}), (std::vector<double>{2, 2}));
+  // Overlapping sets: CPU 1 is shared, 0 and 2 are not.
+  EXPECT_EQ(tp::cpu_shares({"0-1", "1-2"}, {"a", "a"}), (std::vector<double>{1.5, 1.5}));
 }
