@@ -14,7 +14,7 @@ opts=(--model.layers=4 --model.hidden=512 --model.seq=128 --model.batch=8 --trai
 out=out/bench
 mkdir -p "$out"
 : > "$out/harness-overhead.samples"
-for i in $(seq "$repeats"); do
+for _ in $(seq "$repeats"); do
   raw=$(scripts/mpirun.sh -np 2 build/bench/bare_loop "${shape[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["mean_step_s"])')
   same=$(scripts/mpirun.sh -np 2 build/bench/bare_loop "${shape[@]}" --same-work | python3 -c 'import json,sys; print(json.load(sys.stdin)["mean_step_s"])')
   scripts/mpirun.sh -np 2 build/trainproof train "${opts[@]}" --report "$out/harness-run.json" >/dev/null
