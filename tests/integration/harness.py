@@ -75,6 +75,19 @@ class CheckpointCase(unittest.TestCase):
         return os.path.join(self.dir, f"step-{step:08d}")
 
 
+def flip_byte(path, offset=None, mask=0x01):
+    """Flips bits of one byte in place: at `offset`, or in the middle of the file."""
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 2 if offset is None else offset)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ mask]))
+
+
+def truncate_tail(path, count=100):
+    os.truncate(path, os.path.getsize(path) - count)
+
+
 def direct(*args, timeout=60):
     """Runs the binary without a launcher (help, report, usage errors)."""
     proc = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout)

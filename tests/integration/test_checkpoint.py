@@ -6,7 +6,8 @@ import signal
 import subprocess
 import time
 
-from harness import CheckpointCase, BIN, MPIEXEC, TINY, main, mpirun
+from harness import (CheckpointCase, BIN, MPIEXEC, TINY, flip_byte, main, mpirun,
+                     truncate_tail)
 
 EVERY = CheckpointCase.EVERY
 
@@ -82,18 +83,12 @@ class Checkpoint(CheckpointCase):
 
     def test_flipped_byte_falls_back(self):
         def flip(folder):
-            path = os.path.join(folder, "rank-00001.h5")
-            with open(path, "r+b") as f:
-                f.seek(os.path.getsize(path) // 2)
-                byte = f.read(1)
-                f.seek(-1, os.SEEK_CUR)
-                f.write(bytes([byte[0] ^ 0x01]))
+            flip_byte(os.path.join(folder, "rank-00001.h5"))
         self.assertIn("checksum", self.damage_newest_and_resume(flip))
 
     def test_truncated_file_falls_back(self):
         def truncate(folder):
-            path = os.path.join(folder, "rank-00000.h5")
-            os.truncate(path, os.path.getsize(path) - 100)
+            truncate_tail(os.path.join(folder, "rank-00000.h5"))
         self.assertIn("bytes", self.damage_newest_and_resume(truncate))
 
     def test_missing_file_falls_back(self):

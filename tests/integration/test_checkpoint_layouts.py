@@ -5,7 +5,7 @@ import os
 import shutil
 import subprocess
 
-from harness import CheckpointCase, main, mpirun
+from harness import CheckpointCase, flip_byte, main, mpirun, truncate_tail
 
 EVERY = CheckpointCase.EVERY
 LAYOUTS = {
@@ -117,18 +117,12 @@ class CheckpointLayouts(CheckpointCase):
 
     def test_shared_file_flipped_byte_falls_back(self):
         def flip(folder):
-            path = os.path.join(folder, "state.h5")
-            with open(path, "r+b") as f:
-                f.seek(os.path.getsize(path) // 2)
-                byte = f.read(1)
-                f.seek(-1, os.SEEK_CUR)
-                f.write(bytes([byte[0] ^ 0x01]))
+            flip_byte(os.path.join(folder, "state.h5"))
         self.assertIn("checksum", self.damage_shared_file_and_resume(flip))
 
     def test_shared_file_truncated_falls_back(self):
         def truncate(folder):
-            path = os.path.join(folder, "state.h5")
-            os.truncate(path, os.path.getsize(path) - 100)
+            truncate_tail(os.path.join(folder, "state.h5"))
         self.assertIn("bytes", self.damage_shared_file_and_resume(truncate))
 
     def test_shared_file_wrong_slab_checksum_falls_back(self):

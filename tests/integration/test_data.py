@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BIN, MPIEXEC, TINY, main, mpirun
+from harness import BIN, MPIEXEC, TINY, flip_byte, main, mpirun
 
 SHAPE = {"data.samples": "64", "data.sample_bytes": "4096", "data.spread": "0.25",
          "data.files": "3"}
@@ -64,11 +64,7 @@ class Data(unittest.TestCase):
         index = json.load(open(os.path.join(damaged, "index.json")))
         sample = index["shards"][1]["first_sample"] + 5
         path = os.path.join(damaged, "shard-00001.bin")
-        with open(path, "r+b") as f:
-            f.seek(offset + length // 2)
-            byte = f.read(1)
-            f.seek(-1, os.SEEK_CUR)
-            f.write(bytes([byte[0] ^ 0x10]))
+        flip_byte(path, offset + length // 2, mask=0x10)
         run = self.train(2, damaged, "--data.verify=true", "--train.epochs=1")
         self.assertEqual(run.returncode, 3, run)
         self.assertIn(f"sample {sample} in {path}", run.stderr)
