@@ -115,6 +115,16 @@ class CheckpointLayouts(CheckpointCase):
         self.assertEqual(run.report["train"]["final_digest"], self.uninterrupted(2))
         return run.report["checkpoint"]["restore"]["rejected"][0]
 
+    def edit_manifest_and_resume(self, change):
+        def edit(folder):
+            path = os.path.join(folder, "MANIFEST.json")
+            with open(path) as f:
+                manifest = json.load(f)
+            change(manifest)
+            with open(path, "w") as f:
+                json.dump(manifest, f)
+        return self.damage_shared_file_and_resume(edit)
+
     def test_shared_file_flipped_byte_falls_back(self):
         def flip(folder):
             flip_byte(os.path.join(folder, "state.h5"))
@@ -126,13 +136,18 @@ class CheckpointLayouts(CheckpointCase):
         self.assertIn("bytes", self.damage_shared_file_and_resume(truncate))
 
     def test_shared_file_wrong_slab_checksum_falls_back(self):
-        def lie(folder):
-            path = os.path.join(folder, "MANIFEST.json")
-            manifest = json.load(open(path))
+        def lie(manifest):
             manifest["files"][0]["slabs"][1]["xxh3_128"] = "0" * 32
-            json.dump(manifest, open(path, "w"))
-        reason = self.damage_shared_file_and_resume(lie)
-        self.assertIn("slab of rank 1", reason)
+        self.assertIn("slab of rank 1", self.edit_manifest_and_resume(lie))
+
+    def test_shared_file_manifest_missing_a_slab_falls_back(self):
+        reason = self.edit_manifest_and_resume(lambda m: m["files"][0]["slabs"].pop())
+        self.assertIn("does not list one slab per rank", reason)
+
+    def test_shared_file_manifest_with_wrong_slab_bounds_falls_back(self):
+        def shift(manifest):
+            manifest["files"][0]["slabs"][1]["elements"][0] += 1
+        self.assertIn("is not elements", self.edit_manifest_and_resume(shift))
 
     def test_layout_mismatch_is_exit_2_naming_both(self):
         self.stop_and_resume(2, *LAYOUTS["shared-file"])
