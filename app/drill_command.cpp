@@ -21,7 +21,9 @@
 #include "app/report.h"
 #include "app/summary.h"
 #include "checkpoint/store.h"
+#include "common/clock.h"
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/sysinfo.h"
 
 namespace tp {
@@ -29,10 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string self_executable() {
   std::error_code ec;
@@ -101,7 +99,7 @@ class Supervisor {
     std::printf("drill: %s: %s\n", name.c_str(), command.c_str());
     std::fflush(stdout);
 
-    run.start_unix = now_unix();
+    run.start_unix = unix_seconds();
     const pid_t child = ::fork();
     if (child < 0) throw EnvironmentError("drill: fork failed");
     if (child == 0) {
@@ -122,7 +120,7 @@ class Supervisor {
         throw EnvironmentError(std::string("drill: waitpid: ") + std::strerror(errno));
       if (external && !run.external_kill_unix && run.external_kill_failed.empty())
         try_external_kill(run, *external);
-      const double now = now_unix();
+      const double now = unix_seconds();
       if (!run.timed_out && now - run.start_unix > run_timeout_s_) {
         // SIGTERM first, so mpirun or srun can take down remote ranks; SIGKILL if that fails.
         std::fprintf(stderr, "drill: %s ran past drill.run_timeout_s=%.0f; terminating it\n",
@@ -138,7 +136,7 @@ class Supervisor {
     }
     // Nothing of this launch may outlive it and write into the checkpoint folder later.
     ::kill(-child, SIGKILL);
-    run.end_unix = now_unix();
+    run.end_unix = unix_seconds();
     run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     run.report = load_json(run.dir + "/report.json");
     return run;
@@ -164,7 +162,7 @@ class Supervisor {
                                  "scancel --signal=KILL on the job step instead";
       return;
     }
-    const double at = now_unix();
+    const double at = unix_seconds();
     if (::kill(pid_t(pid), SIGKILL) != 0) {
       run.external_kill_failed = "kill(" + std::to_string(pid) + ", SIGKILL) of rank " +
                                  std::to_string(victim) + ": " + std::strerror(errno);
@@ -502,7 +500,7 @@ int run_drill(const Invocation& inv) {
   const std::string final_verdict = !problems.empty() ? "FAIL" : report.value("verdict", "PASS");
   report["verdict"] = final_verdict;
   const std::string path = vm["report"].as<std::string>();
-  std::ofstream(path) << report.dump(2) << '\n';
+  write_file_atomically(path, report.dump(2) + "\n");
 
   std::printf("\ndrill summary (%s)\n", drill_dir.c_str());
   if (failures.empty()) std::printf("  no failures injected\n");

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <set>
 
+#include "checkpoint/store.h"
 #include "common/errors.h"
+#include "train/heartbeat.h"
 
 namespace tp {
 
@@ -25,19 +27,15 @@ std::optional<int64_t> last_completed_step(const std::vector<HeartbeatRecord>& h
 
 int heartbeat_ranks(const std::string& dir) {
   int ranks = 0;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() == 11 && name.rfind("rank-", 0) == 0) ++ranks;
-  }
+  while (fs::exists(heartbeat_path(dir, ranks))) ++ranks;
   return ranks;
 }
 
 std::string corrupt_checkpoint(const std::string& folder, const FaultSpec& fault) {
-  char name[32];
-  std::snprintf(name, sizeof name, "rank-%05d.h5", fault.rank);
+  const std::string name = rank_checkpoint_file(fault.rank);
+  const std::string shared = folder + "/" + kSharedCheckpointFile;
   std::string path = folder + "/" + name;
-  if (!fs::exists(path) && fs::exists(folder + "/state.h5")) path = folder + "/state.h5";
+  if (!fs::exists(path) && fs::exists(shared)) path = shared;
   if (!fs::exists(path))
     throw RuntimeError("--fault '" + fault.text + "': " + folder + " has no " + name);
   const uintmax_t size = fs::file_size(path);

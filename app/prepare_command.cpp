@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/sysinfo.h"
 #include "data/dataset.h"
 #include "mpi/check.h"
@@ -88,11 +89,11 @@ int prepare_on_world(const TrainConfig& cfg, World& world) {
   if (world.rank == 0) {
     const std::string text = index_json(spec, bytes).dump(2) + "\n";
     const std::string path = spec.dir + "/index.json";
-    const int fd = ::open((path + ".tmp").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || ::write(fd, text.data(), text.size()) != ssize_t(text.size()) || ::fsync(fd) != 0)
-      throw EnvironmentError("prepare-data: cannot write " + path);
-    ::close(fd);
-    fs::rename(path + ".tmp", path);
+    try {
+      write_file_atomically(path, text);
+    } catch (const RuntimeError& e) {
+      throw EnvironmentError(std::string("prepare-data: cannot write the index: ") + e.what());
+    }
     uint64_t total = 0;
     for (uint64_t b : bytes) total += b;
     std::printf(

@@ -18,7 +18,9 @@
 #include "checkpoint/async_writer.h"
 #include "checkpoint/hdf5_info.h"
 #include "checkpoint/store.h"
+#include "common/clock.h"
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "common/sysinfo.h"
 #include "data/dataset.h"
@@ -38,17 +40,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-uint64_t memory_total_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemTotal:") return kib * 1024;
-    in.ignore(1 << 10, '\n');
-  }
-  return 0;
-}
 
 // The report's data section from every rank's loader figures (5 per rank, rank-major) and its
 // share of its host's CPUs (cpu_shares).
@@ -234,9 +225,10 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
     return write_abort_record(dir, what, all[rank], Heartbeat::behind(all, all[rank]));
   };
   if (use_nccl)
-    b.comm =
-        b.gpu->make_nccl(world, *b.compute,
-                         cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s : 600.0, name_missing);
+    b.comm = b.gpu->make_nccl(
+        world, *b.compute,
+        cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s : kWatchdogUntilWarmedUpS,
+        name_missing);
   else if (use_cuda)
     b.comm = b.gpu->stage_through_host(make_mpi_collective(world, oversubscribed), *b.compute);
   else
@@ -284,13 +276,11 @@ void check_report_path(const std::string& path) {
 }
 
 void write_report(const std::string& path, const json& report) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << report.dump(2) << '\n';
-    if (!out) throw RuntimeError("cannot write report '" + tmp + "' on " + identity());
+  try {
+    write_file_atomically(path, report.dump(2) + "\n");
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(std::string("cannot write the report on ") + identity() + ": " + e.what());
   }
-  fs::rename(tmp, path);
 }
 
 std::string pretend_host(const World& probe, int split_hosts, int size, int rank) {
@@ -461,17 +451,12 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
                        "applies it");
     if (f.kind == FaultSpec::Kind::random) {
       const std::string seed = f.text;
-      f = resolve_random(f, world.size, cfg.steps,
-                         cfg.checkpoint_dir.empty() ? 0 : cfg.checkpoint_every);
+      f = resolve_random(f, world.size, cfg.steps, cfg.checkpoint_every);
       if (world.rank == 0) spdlog::warn("fault {} drew {}", seed, f.text);
     }
-    const bool needs_checkpoints =
-        f.kind == FaultSpec::Kind::kill && f.phase.rfind("ckpt-", 0) == 0;
-    if (needs_checkpoints && cfg.checkpoint_dir.empty())
-      throw UsageError("--fault '" + f.text + "': " + f.phase + " needs checkpoint.dir");
   }
-  validate_faults(cfg.faults, world.size, cfg.steps,
-                  cfg.checkpoint_dir.empty() ? 0 : cfg.checkpoint_every);
+  // checkpoint.every is 0 without checkpoint.dir (the command line refuses anything else).
+  validate_faults(cfg.faults, world.size, cfg.steps, cfg.checkpoint_every);
   // Every backend is watched: a rank that stops moving is named from the heartbeats.
   const Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps);
   if (cfg.model.global_batch < world.size)
@@ -658,19 +643,18 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
                         {"restore_gbps", restored ? json(restored->gbps()) : json(nullptr)},
                         {"first_step_end_unix",
                          first_step_end_unix > 0 ? json(first_step_end_unix) : json(nullptr)}};
-    const std::string path = heartbeat->dir() + "/progress.json";
-    std::ofstream(path + ".tmp") << progress.dump() << '\n';
-    std::error_code ec;
-    fs::rename(path + ".tmp", path, ec);
+    try {
+      write_file_atomically(heartbeat->dir() + "/progress.json", progress.dump() + "\n");
+    } catch (const std::exception&) {
+      // Progress serves a drill; a run without a drill goes on without it.
+    }
   };
   write_progress(0);
-  bool first_step_recorded = false;
+  double first_step_end_unix = 0;  // wall clock when this process completed its first step
   const StopHook stop = [&](int64_t step) {
-    if (!first_step_recorded) {
-      first_step_recorded = true;
-      write_progress(
-          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-              .count());
+    if (first_step_end_unix == 0) {
+      first_step_end_unix = unix_seconds();
+      write_progress(first_step_end_unix);
     }
     if (!store) return false;
     int signal = preemption_signal();
@@ -716,10 +700,10 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
   for (int f : loaded.shards_read)
     shards_read += (shards_read.empty() ? "" : ",") + std::to_string(f);
   const auto all_shards_read = gather_strings_at_root(world, shards_read);
-  const std::vector<double> all_loaded =
-      gather_at_root(world, {double(loaded.bytes_read), double(loaded.samples_read),
-                             loaded.reader_busy_s, loaded.last_read_s - loaded.first_read_s,
-                             world.local_rank == 0 ? double(memory_total_bytes()) : 0.0});
+  const std::vector<double> all_loaded = gather_at_root(
+      world, {double(loaded.bytes_read), double(loaded.samples_read), loaded.reader_busy_s,
+              loaded.last_read_s - loaded.first_read_s,
+              world.local_rank == 0 ? double(meminfo_bytes("MemTotal").value_or(0)) : 0.0});
   const HostGpuFacts gpu_facts = gather_gpu_facts(world, backends);
 
   int exit_code = kExitPass;
@@ -727,7 +711,7 @@ int train_on_world(const Invocation& inv, const TrainConfig& cfg_in, World& worl
     RunRecord run;
     run.config = cfg;
     run.steps_run = result.steps_run;
-    run.first_step_end_unix = result.first_step_end_unix;
+    run.first_step_end_unix = first_step_end_unix;
     run.restored = restored;
     if (preempted) run.preempted = {signal_name(preempted->first), preempted->second};
     run.saves = saves;

@@ -21,6 +21,7 @@
 #include "checkpoint/slices.h"
 #include "common/digest.h"
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/sysinfo.h"
 #include "mpi/check.h"
 
@@ -31,22 +32,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kFormat = "trainproof.checkpoint/1";
-constexpr const char* kSharedFile = "state.h5";
-
-std::string rank_file(int rank) {
-  char name[32];
-  std::snprintf(name, sizeof name, "rank-%05d.h5", rank);
-  return name;
-}
-
-void fsync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) throw RuntimeError("cannot open '" + path + "' to fsync: " + std::strerror(errno));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw RuntimeError("fsync '" + path + "': " + std::strerror(errno));
-}
-
 // One write and one fsync; returns the fsync seconds. `midway`, when set, runs once half of the
 // bytes are written (where a ckpt-write fault strikes).
 double write_durably(const std::string& path, const void* data, size_t size,
@@ -54,22 +39,14 @@ double write_durably(const std::string& path, const void* data, size_t size,
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw RuntimeError("cannot create '" + path + "': " + std::strerror(errno));
   const auto* bytes = static_cast<const char*>(data);
-  size_t done = 0;
-  bool midway_done = !midway;
-  while (done < size) {
-    if (!midway_done && done >= size / 2) {
-      midway();
-      midway_done = true;
-    }
-    const size_t limit = midway_done ? size : size / 2;
-    const ssize_t n = ::write(fd, bytes + done, limit - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      throw RuntimeError("write '" + path + "': " + why);
-    }
-    done += size_t(n);
+  const size_t half = midway ? size / 2 : size;
+  try {
+    write_all(fd, bytes, half, path);
+    if (midway) midway();
+    write_all(fd, bytes + half, size - half, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   const double before = clock.local_now();
   const int rc = ::fsync(fd);
@@ -165,6 +142,12 @@ std::string broadcast(const World& world, std::string text) {
 }
 
 }  // namespace
+
+std::string rank_checkpoint_file(int rank) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank-%05d.h5", rank);
+  return name;
+}
 
 std::string layout_label(CheckpointLayout layout, bool shard_optimizer) {
   if (layout == CheckpointLayout::shared_file) return "shared-file";
@@ -265,14 +248,14 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
     // measures storage rather than the skew of the ranks' encoding.
     mpiCheck(MPI_Barrier(world_.comm));
     start = clock_.now();
-    fsync_s = write_durably(partial + "/" + rank_file(world_.rank), image.data(), image.size(),
-                            clock_, [&] { fault_point(state.step, "ckpt-write"); });
+    fsync_s = write_durably(partial + "/" + rank_checkpoint_file(world_.rank), image.data(),
+                            image.size(), clock_, [&] { fault_point(state.step, "ckpt-write"); });
     end = clock_.now();
   } else {
     const TrainingState mine = cut(state, slice);
     checksum = slab_checksum(mine);
     bytes = state_bytes(mine);
-    const std::string path = partial + "/" + kSharedFile;
+    const std::string path = partial + "/" + kSharedCheckpointFile;
     mpiCheck(MPI_Barrier(world_.comm));
     start = clock_.now();
     fsync_s = write_shared_checkpoint(path, world_.comm, mine, slice, meta, !state.moment2.empty(),
@@ -298,8 +281,7 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
                   {"step", state.step},
                   {"world_size", world_.size},
                   {"scenario_hash", scenario_hash_},
-                  {"layout", options_.layout == CheckpointLayout::shared_file ? "shared-file"
-                                                                              : "file-per-rank"},
+                  {"layout", layout_label(options_.layout, false)},
                   {"shard_optimizer", options_.shard_optimizer},
                   {"total_elements", total},
                   {"created", utc_timestamp()},
@@ -315,7 +297,7 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
                        {"xxh3_128", checksums[size_t(r)]}};
       if (options_.layout == CheckpointLayout::file_per_rank) {
         json file = entry;
-        file["name"] = rank_file(r);
+        file["name"] = rank_checkpoint_file(r);
         manifest["files"].push_back(file);
         save.bytes += uint64_t(f[0]);
       } else {
@@ -327,8 +309,9 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
       save.max_fsync_s = std::max(save.max_fsync_s, f[3]);
     }
     if (options_.layout == CheckpointLayout::shared_file) {
-      save.bytes = uint64_t(fs::file_size(partial + "/" + kSharedFile));
-      manifest["files"].push_back({{"name", kSharedFile}, {"bytes", save.bytes}, {"slabs", slabs}});
+      save.bytes = uint64_t(fs::file_size(partial + "/" + kSharedCheckpointFile));
+      manifest["files"].push_back(
+          {{"name", kSharedCheckpointFile}, {"bytes", save.bytes}, {"slabs", slabs}});
     }
     if (manifest_extra_) manifest.update(manifest_extra_(state.step));
     const std::string text = manifest.dump(2) + "\n";
@@ -405,7 +388,7 @@ std::string CheckpointStore::read_rank_file(const std::string& folder, const jso
                          ? files[size_t(world_.rank)]
                          : json::object();
   if (entry.empty()) return "MANIFEST.json lists no file for rank " + std::to_string(world_.rank);
-  const std::string path = folder + "/" + entry.value("name", rank_file(world_.rank));
+  const std::string path = folder + "/" + entry.value("name", rank_checkpoint_file(world_.rank));
   const uint64_t expected = entry.value("bytes", uint64_t(0));
   if (options_.cold_read) drop_page_cache(path);
   MappedFile image;
@@ -437,7 +420,7 @@ std::string CheckpointStore::read_shared_slab(const std::string& folder, const j
                                               uint64_t& bytes) const {
   const json files = manifest.value("files", json::array());
   const json entry = files.is_array() && !files.empty() ? files[0] : json::object();
-  const std::string path = folder + "/" + entry.value("name", std::string(kSharedFile));
+  const std::string path = folder + "/" + entry.value("name", std::string(kSharedCheckpointFile));
   const json& slabs = entry.contains("slabs") ? entry["slabs"] : json::array();
   // Size and manifest are checked on every rank and agreed on before the collective open, so a
   // damaged folder never leaves one rank inside HDF5 while the others have moved on.

@@ -39,6 +39,9 @@ struct CheckpointOptions {
 
 // "file-per-rank", "file-per-rank+shard_optimizer" or "shared-file": what a restore must match.
 std::string layout_label(CheckpointLayout layout, bool shard_optimizer);
+// The HDF5 files in a checkpoint folder: one per rank, or one shared by all.
+std::string rank_checkpoint_file(int rank);
+inline constexpr const char* kSharedCheckpointFile = "state.h5";
 CheckpointLayout parse_layout(const std::string& text);  // UsageError names the value
 
 struct CheckpointSave {
@@ -87,7 +90,6 @@ class CheckpointStore {
   // The committed checkpoints in `dir` (step, folder), newest first: exactly step-NNNNNNNN
   // folders with a manifest (.partial, .corrupt and .deleting folders never count).
   static std::vector<std::pair<int64_t, std::string>> committed_in(const std::string& dir);
-  const CheckpointOptions& options() const { return options_; }
   // Called at "ckpt-write" (midway through this rank's data) and "ckpt-commit" (data durable,
   // checksum not yet reported; on rank 0, manifest written and rename not yet done): the points
   // where a drill's kill faults strike.

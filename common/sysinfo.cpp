@@ -101,13 +101,12 @@ std::string numa_nodes_of(const std::vector<int>& cpus) {
   return format_cpulist(nodes);
 }
 
-std::optional<uint64_t> memory_available_bytes() {
+std::optional<uint64_t> meminfo_bytes(const std::string& key) {
   std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
+  std::string line;
+  const std::string prefix = key + ":";
+  while (std::getline(meminfo, line))
+    if (line.rfind(prefix, 0) == 0) return std::stoull(line.substr(prefix.size())) * 1024;
   return std::nullopt;
 }
 

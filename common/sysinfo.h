@@ -13,8 +13,8 @@ std::string cpu_affinity_list();
 std::vector<int> cpu_affinity();
 // NUMA nodes that the affinity touches, as a cpulist; empty when the kernel does not say.
 std::string numa_nodes_of(const std::vector<int>& cpus);
-// MemAvailable from /proc/meminfo, or nullopt when unreadable.
-std::optional<uint64_t> memory_available_bytes();
+// A /proc/meminfo field in bytes ("MemTotal", "MemAvailable"), or nullopt when unreadable.
+std::optional<uint64_t> meminfo_bytes(const std::string& key);
 unsigned online_cpus();
 // The scaling governor of cpu0 ("performance", "powersave"), or empty when not exposed.
 std::string cpu_governor();

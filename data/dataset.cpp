@@ -16,6 +16,7 @@
 #include "checkpoint/hdf5_lock.h"
 #include "checkpoint/hdf5_util.h"
 #include "common/errors.h"
+#include "common/files.h"
 #include "kernels/philox.h"
 
 namespace tp {
@@ -31,25 +32,6 @@ using h5::Handle;
 
 void check(bool ok, const std::string& what) {
   if (!ok) throw RuntimeError(what);
-}
-
-void write_all(int fd, const void* data, size_t size, const std::string& path) {
-  const auto* bytes = static_cast<const char*>(data);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, bytes + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    check(n > 0, "write " + path + ": " + std::strerror(errno));
-    done += size_t(n);
-  }
-}
-
-void fsync_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  check(fd >= 0, "cannot open " + path + " to fsync");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  check(rc == 0, "fsync " + path + ": " + std::strerror(errno));
 }
 
 // The samples of a shard, generated in buffers of about 8 MiB and handed to `sink` in order.
@@ -276,7 +258,7 @@ uint64_t write_shard(const DatasetSpec& spec, int shard) {
     write_u64_dataset(file.id, "checksums", checksums, path);
     check(H5Fflush(file.id, H5F_SCOPE_GLOBAL) >= 0, "cannot flush " + path);
   }
-  fsync_file(path);
+  fsync_path(path);
   return total;
 }
 

@@ -9,15 +9,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "kernels/philox.h"
 
 namespace tp {
 namespace {
-
-double steady_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 constexpr uint64_t kDirectAlign = 4096;
 
@@ -163,13 +160,14 @@ void DatasetBatchSource::read_loop() {
       }
     }
     std::string error;
-    const double start = steady_now();
+    int shard = -1;
+    const double start = steady_seconds();
     try {
-      read_sample(job.sample, bytes);
+      read_sample(job.sample, bytes, shard);
     } catch (const std::exception& e) {
       error = e.what();
     }
-    const double end = steady_now();
+    const double end = steady_seconds();
     {
       std::lock_guard<std::mutex> guard(mutex_);
       stats_.reader_busy_s += end - start;
@@ -177,6 +175,11 @@ void DatasetBatchSource::read_loop() {
       stats_.samples_read += 1;
       if (stats_.first_read_s == 0) stats_.first_read_s = start;
       stats_.last_read_s = std::max(stats_.last_read_s, end);
+      if (shard >= 0) {
+        auto& seen = stats_.shards_read;
+        const auto at = std::lower_bound(seen.begin(), seen.end(), shard);
+        if (at == seen.end() || *at != shard) seen.insert(at, shard);
+      }
       Pending& p = pending_[job.step];
       p.samples[size_t(job.slot)] = std::move(bytes);
       if (!error.empty() && p.error.empty()) p.error = error;
@@ -186,7 +189,7 @@ void DatasetBatchSource::read_loop() {
   }
 }
 
-void DatasetBatchSource::read_sample(int64_t sample, SampleBytes& out) {
+void DatasetBatchSource::read_sample(int64_t sample, SampleBytes& out, int& shard_read) {
   // The shard holding `sample`: shards hold consecutive ranges in order.
   size_t f = size_t(std::upper_bound(
                         shards_.begin(), shards_.end(), sample,
@@ -194,12 +197,7 @@ void DatasetBatchSource::read_sample(int64_t sample, SampleBytes& out) {
                     shards_.begin()) -
              1;
   const ShardIndex& shard = shards_[f];
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    auto& seen = stats_.shards_read;
-    const auto at = std::lower_bound(seen.begin(), seen.end(), int(f));
-    if (at == seen.end() || *at != int(f)) seen.insert(at, int(f));
-  }
+  shard_read = int(f);
   const size_t i = size_t(sample - shard.first_sample);
   const uint64_t length = shard.lengths.at(i);
   out.resize(length);
@@ -279,7 +277,8 @@ void DatasetBatchSource::next(int64_t step, Batch& batch) {
   batch.first_global_sample = (step - 1) * model_.global_batch + share_.first;
   batch.inputs.resize(per_sample * share_.samples);
   batch.targets.resize(per_sample * share_.samples);
-  std::vector<unsigned char> folded(per_sample);
+  std::vector<unsigned char>& folded = folded_;
+  folded.resize(per_sample);
   for (int i = 0; i < share_.samples; ++i) {
     // Every byte read reaches the compute: a sample longer than the input is XOR-folded onto
     // it, a shorter one repeated. Bytes map onto the grid k/128 - 1, exact in fp32.

@@ -100,7 +100,8 @@ class DatasetBatchSource final : public BatchSource {
 
   void schedule(int64_t step);
   void read_loop();
-  void read_sample(int64_t sample, SampleBytes& out);
+  // Reads `sample` into `out`; `shard_read` is set to its shard once that is known.
+  void read_sample(int64_t sample, SampleBytes& out, int& shard_read);
 
   DatasetSpec spec_;
   ModelSpec model_;
@@ -117,7 +118,8 @@ class DatasetBatchSource final : public BatchSource {
   std::condition_variable work_, done_;
   std::deque<Job> jobs_;
   std::map<int64_t, Pending> pending_;
-  std::vector<SampleBytes> spare_;  // the buffer pool: free buffers, for the next reads
+  std::vector<SampleBytes> spare_;     // the buffer pool: free buffers, for the next reads
+  std::vector<unsigned char> folded_;  // the step thread's fold of one sample, reused
   std::vector<uint64_t> fold_words_;
   bool stopping_ = false;
   LoaderStats stats_;

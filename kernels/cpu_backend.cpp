@@ -51,7 +51,9 @@ class CpuBackend final : public ComputeBackend {
            (layer * c.layers * (2 + states) + tokens * (c.layers + 1) + tokens * 3 + layer);
   }
 
-  std::optional<uint64_t> memory_available() const override { return memory_available_bytes(); }
+  std::optional<uint64_t> memory_available() const override {
+    return meminfo_bytes("MemAvailable");
+  }
 
   void initialize(const BackendConfig& c) override {
     config_ = c;

@@ -3,14 +3,13 @@
 #include <chrono>
 #include <limits>
 
+#include "common/clock.h"
 #include "mpi/check.h"
 
 namespace tp {
 
 double AlignedClock::local_now() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-             .count() +
-         local_offset_s_;
+  return steady_seconds() + local_offset_s_;
 }
 
 void AlignedClock::align(MPI_Comm comm, int rounds) {

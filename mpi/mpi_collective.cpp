@@ -6,16 +6,13 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "mpi/check.h"
 #include "mpi/collective.h"
 #include "mpi/world.h"
 
 namespace tp {
 namespace {
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 class MpiCollective final : public Collective {
  public:
@@ -32,7 +29,7 @@ class MpiCollective final : public Collective {
 
   void start_allreduce_sum(float* data, size_t count) override {
     MPI_Request request;
-    const double started = now_seconds();
+    const double started = steady_seconds();
     mpiCheck(MPI_Iallreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, comm_,
                             &request));
     if (span_start_ < 0) span_start_ = started;
@@ -54,7 +51,7 @@ class MpiCollective final : public Collective {
   }
 
   void allreduce_sum(float* data, size_t count) override {
-    const double started = now_seconds();
+    const double started = steady_seconds();
     if (sleep_while_waiting_) {
       MPI_Request request;
       mpiCheck(MPI_Iallreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, comm_,
@@ -66,7 +63,7 @@ class MpiCollective final : public Collective {
     } else {
       mpiCheck(MPI_Allreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, comm_));
     }
-    blocking_seconds_ += now_seconds() - started;
+    blocking_seconds_ += steady_seconds() - started;
   }
 
   double take_comm_seconds() override {
@@ -113,7 +110,7 @@ class MpiCollective final : public Collective {
 
   void finish_pending() {
     pending_.clear();
-    span_end_ = now_seconds();
+    span_end_ = steady_seconds();
   }
 
   const bool sleep_while_waiting_;

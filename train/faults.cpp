@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/errors.h"
+#include "common/files.h"
 
 namespace tp {
 
@@ -190,8 +192,11 @@ std::vector<FaultSpec> parse_faults(const std::vector<std::string>& texts) {
 void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps,
                      int64_t checkpoint_every) {
   for (const auto& f : faults) {
+    if (f.kind == FaultSpec::Kind::kill && is_checkpoint_phase(f.phase) && checkpoint_every <= 0)
+      throw UsageError("--fault '" + f.text + "': " + f.phase +
+                       " needs checkpoints (checkpoint.dir and checkpoint.every)");
     if (f.kind == FaultSpec::Kind::kill && is_checkpoint_phase(f.phase) && f.step &&
-        (checkpoint_every <= 0 || *f.step % checkpoint_every != 0))
+        *f.step % checkpoint_every != 0)
       throw UsageError(
           "--fault '" + f.text + "': step " + std::to_string(*f.step) +
           " takes no checkpoint (checkpoint.every=" + std::to_string(checkpoint_every) + "), so " +
@@ -288,8 +293,7 @@ FaultInjector::FaultInjector(std::vector<FaultSpec> faults, int rank, std::strin
 }
 
 void FaultInjector::fire(const FaultSpec& fault, int64_t step, const std::string& phase) {
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = unix_seconds();
   const nlohmann::json record{{"fault", fault.text},
                               {"origin", fault.origin},
                               {"kind", fault.kind == FaultSpec::Kind::kill ? "kill" : "hang"},
@@ -300,12 +304,10 @@ void FaultInjector::fire(const FaultSpec& fault, int64_t step, const std::string
                               {"unix_time", now}};
   const std::string path = record_dir_ + "/fault-rank-" + std::to_string(rank_) + ".json";
   const std::string text = record.dump() + "\n";
-  const int fd = ::open((path + ".tmp").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd >= 0) {
-    [[maybe_unused]] const ssize_t n = ::write(fd, text.data(), text.size());
-    ::fsync(fd);
-    ::close(fd);
-    std::rename((path + ".tmp").c_str(), path.c_str());
+  try {
+    write_file_atomically(path, text);
+  } catch (const std::exception&) {
+    // The fault fires all the same; the drill then reports it without this record.
   }
   if (fault.kind == FaultSpec::Kind::kill) {
     std::raise(SIGKILL);

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/clock.h"
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/sysinfo.h"
 
 namespace tp {
@@ -19,21 +21,13 @@ namespace {
 
 constexpr size_t kRecordBytes = 160;
 
-std::string path_for(const std::string& dir, int rank) {
+}  // namespace
+
+std::string heartbeat_path(const std::string& dir, int rank) {
   char name[32];
   std::snprintf(name, sizeof name, "rank-%06d", rank);
   return dir + "/" + name;
 }
-
-double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 int phase_order(const std::string& phase) {
   static const char* const kOrder[] = {"start",     "data",       "compute", "comm",
@@ -47,7 +41,7 @@ Heartbeat::Heartbeat(std::string dir, int rank, std::string host)
     : dir_(std::move(dir)), host_(std::move(host)), rank_(rank) {
   std::error_code ec;
   std::filesystem::create_directory(dir_, ec);  // never its parents: a missing folder is an error
-  fd_ = ::open(path_for(dir_, rank_).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  fd_ = ::open(heartbeat_path(dir_, rank_).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd_ < 0) throw UsageError("watchdog.dir: cannot write heartbeats in '" + dir_ + "'");
   beat(0, "start");
   // Host and pid, so a drill can kill this process from outside (drill.external_kill).
@@ -64,7 +58,7 @@ void Heartbeat::beat(int64_t step, const char* phase) {
   char record[kRecordBytes];
   std::memset(record, ' ', sizeof record);
   const int n = std::snprintf(record, sizeof record, "%lld %s %s %.6f",
-                              static_cast<long long>(step), phase, host_.c_str(), now_unix());
+                              static_cast<long long>(step), phase, host_.c_str(), unix_seconds());
   if (n > 0 && size_t(n) < sizeof record) record[n] = ' ';
   record[sizeof record - 1] = '\n';
   [[maybe_unused]] const ssize_t written = ::pwrite(fd_, record, sizeof record, 0);
@@ -79,7 +73,7 @@ HeartbeatRecord Heartbeat::latest() const {
   me.step = last_step_.load();
   me.phase = last_phase_.load();
   me.host = host_;
-  me.unix_time = now_unix();
+  me.unix_time = unix_seconds();
   me.present = true;
   return me;
 }
@@ -88,7 +82,7 @@ void Heartbeat::finish() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   std::error_code ec;
-  std::filesystem::remove(path_for(dir_, rank_), ec);
+  std::filesystem::remove(heartbeat_path(dir_, rank_), ec);
   std::filesystem::remove(pid_path(), ec);
 }
 
@@ -105,7 +99,7 @@ std::vector<HeartbeatRecord> Heartbeat::read_all(const std::string& dir, int wor
   std::vector<HeartbeatRecord> records(world_size);
   for (int r = 0; r < world_size; ++r) {
     records[r].rank = r;
-    std::ifstream in(path_for(dir, r));
+    std::ifstream in(heartbeat_path(dir, r));
     HeartbeatRecord& h = records[r];
     long long step = 0;
     if (in >> step >> h.phase >> h.host >> h.unix_time) {
@@ -134,7 +128,7 @@ std::string write_abort_record(const std::string& dir, const std::string& what,
   record["reason"] = what;
   record["detected_by"] = {
       {"rank", me.rank}, {"host", me.host}, {"step", me.step}, {"phase", me.phase}};
-  record["detected_at_unix"] = now_unix();
+  record["detected_at_unix"] = unix_seconds();
   record["missing"] = nlohmann::json::array();
   std::ostringstream summary;
   for (const HeartbeatRecord& h : missing) {
@@ -151,10 +145,11 @@ std::string write_abort_record(const std::string& dir, const std::string& what,
   // Several ranks' watchdogs may fire together: each writes its own file and renames it, so the
   // record read back is always one whole record.
   const std::string path = dir + "/abort.json";
-  const std::string mine = path + ".rank-" + std::to_string(me.rank);
-  std::ofstream(mine) << record.dump(2) << '\n';
-  std::error_code ec;
-  std::filesystem::rename(mine, path, ec);
+  try {
+    write_file_atomically(path, record.dump(2) + "\n", ".rank-" + std::to_string(me.rank));
+  } catch (const std::exception&) {
+    // The abort goes ahead; the message below still names the missing ranks.
+  }
   return missing.empty() ? "every rank's heartbeat reached this point (abort.json: " + path + ")"
                          : "did not arrive: " + summary.str() + " (abort.json: " + path + ")";
 }

@@ -55,6 +55,8 @@ class Heartbeat {
 
 // Order of phases within a step, for comparing heartbeats.
 int phase_order(const std::string& phase);
+// Where rank `rank` keeps its heartbeat record in the heartbeat folder `dir`.
+std::string heartbeat_path(const std::string& dir, int rank);
 
 // Writes <dir>/abort.json naming the ranks that did not arrive, and returns a one-line summary.
 std::string write_abort_record(const std::string& dir, const std::string& what,

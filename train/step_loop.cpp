@@ -47,10 +47,6 @@ TrainResult StepLoop::run(int64_t first_step, CheckpointHook checkpoint, StopHoo
     const StepTiming timing = step(s, checkpoint);
     ++result.steps_run;
     result.last_step = s;
-    if (result.steps_run == 1)
-      result.first_step_end_unix =
-          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-              .count();
     // Warm-up counts from this process's first step: a resumed run warms up again.
     if (s - first_step >= config_.warmup_steps) result.measured.push_back(timing);
     if (rank_ == 0 && (s % log_every == 0 || s == config_.steps))

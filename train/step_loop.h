@@ -36,7 +36,6 @@ struct TrainResult {
   std::vector<StepTiming> measured;  // steps after warm-up
   int64_t steps_run = 0;             // steps this process computed
   int64_t last_step = 0;             // the state held at the end is step-last_step
-  double first_step_end_unix = 0;    // wall clock when this process completed its first step
   Digest128 digest;
 };
 

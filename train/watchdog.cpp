@@ -7,17 +7,13 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/clock.h"
 #include "common/errors.h"
 
 namespace tp {
 namespace {
 
-constexpr double kUntilWarmedUpS = 600.0;
 constexpr double kFloorS = 30.0;
-
-double steady_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // A checkpoint (and the set-up before step 1) may take far longer than a step.
 bool slow_phase(const std::string& phase) {
@@ -36,7 +32,7 @@ Watchdog::Watchdog(const Heartbeat& heartbeat, int world_size, double timeout_s,
       world_size_(world_size),
       automatic_(timeout_s <= 0),
       warmup_steps_(std::max<int64_t>(1, warmup_steps)),
-      timeout_s_(timeout_s > 0 ? timeout_s : kUntilWarmedUpS) {
+      timeout_s_(timeout_s > 0 ? timeout_s : kWatchdogUntilWarmedUpS) {
   thread_ = std::thread([this] { watch(); });
 }
 
@@ -50,17 +46,16 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::watch() {
-  int64_t first_step = -1, last_step = -1, steps_seen = 0;
-  double step_started = steady_now(), slowest_step = 0;
+  int64_t last_step = -1, steps_seen = 0;
+  double step_started = steady_seconds(), slowest_step = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_; })) {
     const HeartbeatRecord me = heartbeat_.latest();
-    const double now = steady_now();
+    const double now = steady_seconds();
     // Learn the step time from the steps this process runs first (a resumed run learns anew):
     // every change of step seen, whatever the phase it is seen in.
     if (me.phase != "start" && me.phase != "done" && me.step != last_step) {
       if (last_step >= 0) slowest_step = std::max(slowest_step, now - step_started);
-      if (first_step < 0) first_step = me.step;
       last_step = me.step;
       step_started = now;
       if (automatic_ && ++steps_seen == warmup_steps_ + 1)

@@ -16,6 +16,8 @@ namespace tp {
 // The timeout when watchdog.timeout_s is 0 (auto): generous until the warm-up steps have shown
 // how long a step takes, then 25 times the slowest warm-up step, never below 30 s.
 double auto_watchdog_timeout(double slowest_warmup_step_s);
+// The auto timeout until the warm-up steps have shown how long a step takes.
+inline constexpr double kWatchdogUntilWarmedUpS = 600.0;
 
 class Watchdog {
  public:
@@ -24,8 +26,6 @@ class Watchdog {
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
-
-  double timeout_s() const { return timeout_s_.load(); }
 
  private:
   void watch();

@@ -1,0 +1,50 @@
+#include "common/files.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/errors.h"
+
+namespace tp {
+
+void write_all(int fd, const void* data, size_t size, const std::string& path) {
+  const auto* bytes = static_cast<const char*>(data);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, bytes + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw RuntimeError("write '" + path + "': " + std::strerror(errno));
+    done += size_t(n);
+  }
+}
+
+void fsync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) throw RuntimeError("cannot open '" + path + "' to fsync: " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) throw RuntimeError("fsync '" + path + "': " + std::strerror(errno));
+}
+
+void write_file_atomically(const std::string& path, const std::string& text,
+                           const std::string& temp_suffix) {
+  const std::string temp = path + temp_suffix;
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw RuntimeError("cannot create '" + temp + "': " + std::strerror(errno));
+  try {
+    write_all(fd, text.data(), text.size(), temp);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) throw RuntimeError("fsync '" + temp + "': " + std::strerror(errno));
+  if (std::rename(temp.c_str(), path.c_str()) != 0)
+    throw RuntimeError("rename '" + temp + "' to '" + path + "': " + std::strerror(errno));
+}
+
+}  // namespace tp

@@ -1,0 +1,23 @@
+#pragma once
+// Durable, whole-file writes shared by checkpoints, datasets, reports and drill records.
+#include <fcntl.h>
+
+#include <cstddef>
+#include <string>
+
+namespace tp {
+
+// Writes all `size` bytes to `fd`, retrying short and interrupted writes; RuntimeError names
+// `path` on failure.
+void write_all(int fd, const void* data, size_t size, const std::string& path);
+
+// fsync of a file (flags O_RDONLY) or a folder (O_RDONLY | O_DIRECTORY).
+void fsync_path(const std::string& path, int flags = O_RDONLY);
+
+// Replaces `path` with `text` so that a reader sees the old file or the new one, never a part:
+// written to path + temp_suffix, fsynced, then renamed over it. RuntimeError on failure.
+// Writers racing on one path give each its own suffix.
+void write_file_atomically(const std::string& path, const std::string& text,
+                           const std::string& temp_suffix = ".tmp");
+
+}  // namespace tp
