@@ -91,6 +91,18 @@ class Drill(unittest.TestCase):
         self.assertIsNotNone(failure["host"])
         self.assertLess(failure["detected_after_s"], 60)
 
+    def test_hang_nothing_detects_is_a_failed_drill(self):
+        # Negative control of detection: a watchdog far slower than the drill's own timeout
+        # leaves the drill to end the launch, which must count as NOT detected, and FAIL.
+        report = self.drill("--fault", "hang:rank=1,step=6", "--watchdog.timeout_s=300",
+                            "--drill.run_timeout_s=6", expect=1)
+        drill = report["drill"]
+        self.assertEqual(drill["verdict"], "FAIL")
+        (failure,) = drill["failures"]
+        self.assertTrue(failure["timed_out"])
+        self.assertFalse(failure["detected"])
+        self.assertIn("hang was not detected", drill["problems"])
+
     def test_slow_rank_is_flagged_and_no_other(self):
         report = self.drill("--fault", "slow:rank=1,ms=25", ranks=3)
         self.assertEqual(report["drill"]["verdict"], "PASS")
