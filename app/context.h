@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gpu_api.h"
+#include "gpu/gpu_api.h"
 
 namespace tp {
 

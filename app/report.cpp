@@ -4,7 +4,7 @@
 #include <map>
 
 #include "common/errors.h"
-#include "mpi/stats.h"
+#include "common/stats.h"
 
 namespace tp {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "data/batch_source.h"
 #include "kernels/grad_shaping.h"
-#include "train/batch_source.h"
 #include "train/bucket_plan.h"
 
 namespace {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "checkpoint/state.h"
+#include "common/training_state.h"
 
 namespace tp {
 

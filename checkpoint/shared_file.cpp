@@ -5,9 +5,9 @@
 #include <chrono>
 #include <mutex>
 
-#include "checkpoint/hdf5_lock.h"
-#include "checkpoint/hdf5_util.h"
 #include "common/errors.h"
+#include "common/hdf5_lock.h"
+#include "common/hdf5_util.h"
 
 namespace tp {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/compute_backend.h"
+#include "common/training_state.h"
 #include "mpi/world.h"
 
 namespace tp {

@@ -3,8 +3,6 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/compute_backend.h"
-
 namespace tp {
 
 struct CheckpointMeta {

@@ -17,7 +17,7 @@
 
 #include "checkpoint/folder_facts.h"
 #include "checkpoint/slices.h"
-#include "kernels/compute_backend.h"
+#include "common/training_state.h"
 #include "mpi/clock_sync.h"
 #include "mpi/world.h"
 

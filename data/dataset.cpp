@@ -13,11 +13,11 @@
 #include <fstream>
 #include <mutex>
 
-#include "checkpoint/hdf5_lock.h"
-#include "checkpoint/hdf5_util.h"
 #include "common/errors.h"
 #include "common/files.h"
-#include "kernels/philox.h"
+#include "common/hdf5_lock.h"
+#include "common/hdf5_util.h"
+#include "common/philox.h"
 
 namespace tp {
 namespace {

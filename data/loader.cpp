@@ -11,7 +11,7 @@
 
 #include "common/clock.h"
 #include "common/errors.h"
-#include "kernels/philox.h"
+#include "common/philox.h"
 
 namespace tp {
 namespace {

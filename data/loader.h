@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "data/batch_source.h"
 #include "data/dataset.h"
-#include "train/batch_source.h"
 
 namespace tp {
 

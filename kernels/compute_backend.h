@@ -9,20 +9,11 @@
 #include <vector>
 
 #include "common/digest.h"
+#include "common/training_state.h"
 
 namespace tp {
 
 enum class OptimizerKind { sgd_momentum, adam };
-
-// One replica's training state on the host: what a checkpoint stores and a restore loads. The
-// data position and every RNG counter are functions of `step` (Philox is keyed by the global
-// sample index), so the step is the only cursor.
-struct TrainingState {
-  int64_t step = 0;
-  std::vector<float> params;
-  std::vector<float> moment1;
-  std::vector<float> moment2;  // empty unless the optimizer is Adam
-};
 
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::sgd_momentum;

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/philox.h"
 #include "common/sysinfo.h"
 #include "kernels/grad_shaping.h"
 #include "kernels/optimizer_math.h"
-#include "kernels/philox.h"
 
 namespace tp {
 namespace {

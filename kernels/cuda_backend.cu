@@ -10,11 +10,11 @@
 #include <cstring>
 #include <vector>
 
+#include "common/cuda_check.h"
+#include "common/philox.h"
 #include "kernels/cuda_backend.h"
-#include "kernels/cuda_check.h"
 #include "kernels/grad_shaping.h"
 #include "kernels/optimizer_math.h"
-#include "kernels/philox.h"
 
 namespace tp {
 namespace {

@@ -1,23 +1,19 @@
 #pragma once
-// What the GPU library's collectives need from its compute backend: the device, the stream that
-// orders all compute work, and the gradient buffer's extent. Only GPU-library sources see this.
+// The CUDA compute backend: a ComputeBackend that is also the DeviceStream the GPU library's
+// collectives order themselves on. Only GPU-library sources see this.
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <memory>
 #include <string>
 
+#include "common/device_stream.h"
 #include "kernels/compute_backend.h"
 #include "kernels/grad_shaping.h"
 
 namespace tp {
 
-class CudaBackendBase : public ComputeBackend {
- public:
-  virtual int device_index() const = 0;
-  virtual cudaStream_t stream() const = 0;
-  virtual size_t gradient_count() const = 0;
-};
+class CudaBackendBase : public ComputeBackend, public DeviceStream {};
 
 std::unique_ptr<ComputeBackend> make_cuda_backend(int device, const std::string& dtype);
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <thread>
 
-#include "kernels/cuda_backend.h"
-#include "kernels/cuda_check.h"
+#include "common/cuda_check.h"
 #include "mpi/check.h"
 #include "mpi/collective.h"
+#include "mpi/gpu_collectives.h"
 #include "mpi/world.h"
 
 namespace tp {
@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 class NcclCollective final : public Collective {
  public:
-  NcclCollective(const World& world, CudaBackendBase& compute, double timeout_s,
+  NcclCollective(const World& world, DeviceStream& compute, double timeout_s,
                  std::function<std::string(const std::string&)> on_timeout)
       : compute_(compute), timeout_s_(timeout_s), on_timeout_(std::move(on_timeout)) {
     cudaCheck(cudaSetDevice(compute.device_index()));
@@ -154,7 +154,7 @@ class NcclCollective final : public Collective {
                        (missing.empty() ? "" : "; " + missing));
   }
 
-  CudaBackendBase& compute_;
+  DeviceStream& compute_;
   double timeout_s_;
   std::function<std::string(const std::string&)> on_timeout_;
   ncclComm_t comm_ = nullptr;
@@ -166,11 +166,9 @@ class NcclCollective final : public Collective {
 }  // namespace
 
 std::unique_ptr<Collective> make_nccl_collective(
-    const World& world, ComputeBackend& compute, double timeout_s,
+    const World& world, DeviceStream& compute, double timeout_s,
     std::function<std::string(const std::string&)> on_timeout) {
-  auto* cuda = dynamic_cast<CudaBackendBase*>(&compute);
-  if (!cuda) throw UsageError("comm.backend=nccl needs compute.backend=cuda");
-  return std::make_unique<NcclCollective>(world, *cuda, timeout_s, std::move(on_timeout));
+  return std::make_unique<NcclCollective>(world, compute, timeout_s, std::move(on_timeout));
 }
 
 }  // namespace tp

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "common/digest.h"
+#include "data/batch_source.h"
 #include "kernels/compute_backend.h"
 #include "mpi/clock_sync.h"
 #include "mpi/collective.h"
-#include "train/batch_source.h"
 #include "train/bucket_plan.h"
 #include "train/faults.h"
 #include "train/heartbeat.h"

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "kernels/compute_backend.h"
+#include "kernels/model_spec.h"
 #include "train/faults.h"
-#include "train/model_spec.h"
 
 namespace tp {
 

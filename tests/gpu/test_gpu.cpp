@@ -9,11 +9,11 @@
 #include <random>
 #include <vector>
 
+#include "data/batch_source.h"
 #include "kernels/cpu_backend.h"
 #include "kernels/cuda_backend.h"
 #include "kernels/grad_shaping.h"
 #include "kernels/optimizer_math.h"
-#include "train/batch_source.h"
 
 namespace {
 

@@ -2,8 +2,8 @@
 
 #include <vector>
 
+#include "data/batch_source.h"
 #include "kernels/cpu_backend.h"
-#include "train/batch_source.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "app/context.h"
-#include "kernels/gpu_loader.h"
+#include "gpu/gpu_loader.h"
 
 TEST(GpuLogic, DeviceIsLocalRankModuloDevices) {
   EXPECT_EQ(tp::device_for_local_rank(0, 4), 0);

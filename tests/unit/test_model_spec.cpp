@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "train/model_spec.h"
+#include "kernels/model_spec.h"
 
 TEST(ModelSpec, ParametersAndFlops) {
   tp::ModelSpec m{3, 32, 8, 16};

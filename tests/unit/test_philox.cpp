@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "kernels/philox.h"
+#include "common/philox.h"
 
 // Known-answer vectors of Philox4x32-10 from the Random123 distribution (kat_vectors).
 TEST(Philox, KnownAnswers) {

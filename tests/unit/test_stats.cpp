@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "mpi/stats.h"
+#include "common/stats.h"
 
 TEST(Stats, PercentileInterpolatesLikeNumpy) {
   const std::vector<double> v{4, 1, 3, 2};  // sorted 1 2 3 4

@@ -1,4 +1,4 @@
-#include "checkpoint/hdf5_info.h"
+#include "common/hdf5_info.h"
 
 #include <hdf5.h>
 

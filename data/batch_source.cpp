@@ -1,6 +1,6 @@
-#include "train/batch_source.h"
+#include "data/batch_source.h"
 
-#include "kernels/philox.h"
+#include "common/philox.h"
 
 namespace tp {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/compute_backend.h"
-#include "train/model_spec.h"
+#include "kernels/model_spec.h"
 
 namespace tp {
 

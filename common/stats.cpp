@@ -1,4 +1,4 @@
-#include "mpi/stats.h"
+#include "common/stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,23 +1,33 @@
 // The entry point of libtrainproof_gpu.so: the table trainproof reaches the GPU backend through.
-#include "kernels/gpu_api.h"
+#include "gpu/gpu_api.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstdio>
 
+#include "common/cuda_check.h"
 #include "kernels/cuda_backend.h"
-#include "kernels/cuda_check.h"
+#include "mpi/gpu_collectives.h"
 
 namespace tp {
 
-std::unique_ptr<Collective> make_nccl_collective(
-    const World& world, ComputeBackend& compute, double timeout_s,
-    std::function<std::string(const std::string&)> on_timeout);
-std::unique_ptr<Collective> stage_collective_through_host(std::unique_ptr<Collective> inner,
-                                                          ComputeBackend& compute);
-
 namespace {
+
+// The table takes compute backends; the collectives need only their device side.
+std::unique_ptr<Collective> make_nccl(const World& world, ComputeBackend& compute, double timeout_s,
+                                      std::function<std::string(const std::string&)> on_timeout) {
+  auto* device = dynamic_cast<DeviceStream*>(&compute);
+  if (!device) throw UsageError("comm.backend=nccl needs compute.backend=cuda");
+  return make_nccl_collective(world, *device, timeout_s, std::move(on_timeout));
+}
+
+std::unique_ptr<Collective> stage_through_host(std::unique_ptr<Collective> inner,
+                                               ComputeBackend& compute) {
+  auto* device = dynamic_cast<DeviceStream*>(&compute);
+  if (!device) return inner;  // host gradients need no staging
+  return stage_collective_through_host(std::move(inner), *device);
+}
 
 int device_count() {
   int count = 0;
@@ -73,14 +83,10 @@ GpuVersions versions() {
 }
 
 const GpuApi kApi = {
-    kGpuApiVersion,
-    TRAINPROOF_GIT_REVISION_STRING,
-    device_count,
-    inventory,
-    versions,
-    make_cuda_backend,
-    make_nccl_collective,
-    stage_collective_through_host,
+    kGpuApiVersion, TRAINPROOF_GIT_REVISION_STRING,
+    device_count,   inventory,
+    versions,       make_cuda_backend,
+    make_nccl,      stage_through_host,
 };
 
 }  // namespace

@@ -6,16 +6,16 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/cuda_backend.h"
-#include "kernels/cuda_check.h"
+#include "common/cuda_check.h"
 #include "mpi/collective.h"
+#include "mpi/gpu_collectives.h"
 
 namespace tp {
 namespace {
 
 class HostStagedCollective final : public Collective {
  public:
-  HostStagedCollective(std::unique_ptr<Collective> inner, CudaBackendBase& compute)
+  HostStagedCollective(std::unique_ptr<Collective> inner, DeviceStream& compute)
       : inner_(std::move(inner)), compute_(compute) {}
   ~HostStagedCollective() override {
     if (host_) cudaFreeHost(host_);
@@ -74,7 +74,7 @@ class HostStagedCollective final : public Collective {
   }
 
   std::unique_ptr<Collective> inner_;
-  CudaBackendBase& compute_;
+  DeviceStream& compute_;
   float* host_ = nullptr;
   std::vector<Pending> pending_;
 };
@@ -82,10 +82,8 @@ class HostStagedCollective final : public Collective {
 }  // namespace
 
 std::unique_ptr<Collective> stage_collective_through_host(std::unique_ptr<Collective> inner,
-                                                          ComputeBackend& compute) {
-  auto* cuda = dynamic_cast<CudaBackendBase*>(&compute);
-  if (!cuda) return inner;  // host gradients need no staging
-  return std::make_unique<HostStagedCollective>(std::move(inner), *cuda);
+                                                          DeviceStream& compute) {
+  return std::make_unique<HostStagedCollective>(std::move(inner), compute);
 }
 
 }  // namespace tp

@@ -3,7 +3,7 @@
 // binary. Never unloaded: objects it made live until exit.
 #include <string>
 
-#include "kernels/gpu_api.h"
+#include "gpu/gpu_api.h"
 
 namespace tp {
 

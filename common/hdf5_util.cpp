@@ -1,4 +1,4 @@
-#include "checkpoint/hdf5_util.h"
+#include "common/hdf5_util.h"
 
 #include "common/errors.h"
 

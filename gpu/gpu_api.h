@@ -16,7 +16,7 @@ namespace tp {
 
 struct World;
 
-inline constexpr int kGpuApiVersion = 1;
+inline constexpr int kGpuApiVersion = 2;
 
 struct GpuDevice {
   int index = 0;

@@ -1,4 +1,4 @@
-#include "kernels/gpu_loader.h"
+#include "gpu/gpu_loader.h"
 
 #include <dlfcn.h>
 

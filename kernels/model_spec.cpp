@@ -1,4 +1,4 @@
-#include "train/model_spec.h"
+#include "kernels/model_spec.h"
 
 #include <cmath>
 

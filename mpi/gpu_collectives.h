@@ -1,0 +1,25 @@
+#pragma once
+// The collectives of the GPU library: NCCL on device buffers, and an MPI collective staged
+// through pinned host memory. Only sources of the GPU library include it.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/device_stream.h"
+#include "mpi/collective.h"
+
+namespace tp {
+
+// NCCL over all ranks of `world` on `compute`'s device, ordered after its stream. A reduction or
+// set-up that takes longer than `timeout_s` is aborted (ncclCommAbort) after `on_timeout(what)`
+// has named the ranks that did not arrive; its answer joins the error.
+std::unique_ptr<Collective> make_nccl_collective(
+    const World& world, DeviceStream& compute, double timeout_s,
+    std::function<std::string(const std::string&)> on_timeout);
+
+// Wraps a host-memory collective so it reduces `compute`'s device gradients through pinned host
+// buffers.
+std::unique_ptr<Collective> stage_collective_through_host(std::unique_ptr<Collective> inner,
+                                                          DeviceStream& compute);
+
+}  // namespace tp
