@@ -104,16 +104,21 @@ start() {
   mkdir -p "$VC_STATE/ctld-state"
   echo "$nodes" >"$VC_STATE/nodes"
   start_munge || { say "munge did not start"; return 1; }
-  ip link add "$BRIDGE" type bridge && ip addr add "$NET.1/24" dev "$BRIDGE" && ip link set "$BRIDGE" up ||
-    { say "cannot create the bridge $BRIDGE"; return 1; }
+  if ! { ip link add "$BRIDGE" type bridge && ip addr add "$NET.1/24" dev "$BRIDGE" &&
+    ip link set "$BRIDGE" up; }; then
+    say "cannot create the bridge $BRIDGE"
+    return 1
+  fi
   for i in $(seq 1 "$nodes"); do
     node=vc-n$i
-    ip netns add "$node" &&
+    if ! { ip netns add "$node" &&
       ip link add "$node" type veth peer name eth0 netns "$node" &&
       ip link set "$node" master "$BRIDGE" up &&
       ip -n "$node" addr add "$NET.$((10 + i))/24" dev eth0 &&
-      ip -n "$node" link set eth0 up && ip -n "$node" link set lo up ||
-      { say "cannot create node $node"; return 1; }
+      ip -n "$node" link set eth0 up && ip -n "$node" link set lo up; }; then
+      say "cannot create node $node"
+      return 1
+    fi
     mkdir -p "$VC_STATE/spool-$node" "$VC_STATE/tmp-$node"
     chmod 1777 "$VC_STATE/tmp-$node"
   done
