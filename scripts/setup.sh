@@ -10,7 +10,9 @@ packages=(
   libboost-program-options-dev libspdlog-dev
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libopenblas-dev libxxhash-dev
-  python3 clang-format
+  python3 clang-format clang-tidy shellcheck
+  # g++'s ThreadSanitizer runtime, for scripts/tsan.sh; g++ usually brings it already.
+  libtsan2
   slurm-wlm munge iproute2 fio python3-matplotlib python3-h5py hdf5-tools
 )
 
