@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Fails when a function in app/*.cpp is longer than .clang-tidy allows (readability-function-size,
+# LineThreshold). Reads the compile flags from BUILD_DIR/compile_commands.json, so run it after a
+# build: scripts/function-size.sh [BUILD_DIR] (default build/, or $TRAINPROOF_BUILD_DIR).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-${TRAINPROOF_BUILD_DIR:-build}}
+config=$PWD/.clang-tidy
+
+tidy=$(command -v clang-tidy || command -v clang-tidy-14 || true)
+[ -n "$tidy" ] || { echo "function-size: clang-tidy not found (scripts/setup.sh installs it)" >&2; exit 1; }
+[ -f "$build_dir/compile_commands.json" ] ||
+  { echo "function-size: no $build_dir/compile_commands.json; build first" >&2; exit 1; }
+
+# The compile commands are g++'s, with -Wall -Wextra -Werror: warnings that clang gives and g++
+# does not would fail this check, which is about function size only. -w keeps them out; real
+# compile errors still fail it.
+tidy_args=(--config-file="$config" --quiet --extra-arg=-w)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# A config that parses but measures nothing (a misspelt key, a clang-tidy that counts otherwise)
+# would pass every tree. Prove the threshold on two generated functions first: braces 80 lines
+# apart pass, 81 lines apart fail.
+threshold=$(sed -n '/LineThreshold/{n;s/.*value: *//p}' "$config")
+[[ $threshold =~ ^[0-9]+$ ]] || { echo "function-size: no LineThreshold in $config" >&2; exit 1; }
+make_function() {  # NAME LINES_BETWEEN_BRACES
+  echo "int $1(int x) {"
+  for ((i = 1; i < $2; i++)); do echo "  x += $i;"; done
+  echo "}"
+}
+make_function at_threshold "$threshold" >"$work/short.cpp"
+make_function over_threshold "$((threshold + 1))" >"$work/long.cpp"
+"$tidy" "${tidy_args[@]}" "$work/short.cpp" -- -std=c++20 >"$work/short.out" 2>&1 ||
+  { cat "$work/short.out" >&2; echo "function-size: self-test: a function at the threshold failed" >&2; exit 1; }
+if "$tidy" "${tidy_args[@]}" "$work/long.cpp" -- -std=c++20 >"$work/long.out" 2>&1 ||
+  ! grep -q "function 'over_threshold' exceeds" "$work/long.out"; then
+  cat "$work/long.out" >&2
+  echo "function-size: self-test: a function one line over the threshold was not flagged" >&2
+  exit 1
+fi
+
+mapfile -t files < <(git ls-files --cached --others --exclude-standard 'app/*.cpp')
+log_of() { echo "$work/${1//\//_}.log"; }
+# One clang-tidy per file, as many at once as there are CPUs, each into its own log so that the
+# reports do not interleave.
+for f in "${files[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+  { "$tidy" "${tidy_args[@]}" -p "$build_dir" "$f" >"$(log_of "$f")" 2>&1 || touch "$work/failed"; } &
+done
+wait
+
+for f in "${files[@]}"; do
+  grep -E "error:|note: [0-9]+ lines|Error while" "$(log_of "$f")" || true
+done
+if [ -e "$work/failed" ]; then
+  echo "function-size: FAIL: functions over $threshold lines in app/ (or clang-tidy errors above)" >&2
+  exit 1
+fi
+echo "function-size: ${#files[@]} files in app/, no function over $threshold lines"
