@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# ThreadSanitizer lane: builds build-tsan/ (or $TRAINPROOF_TSAN_BUILD_DIR), runs the unit tests
+# labelled threads, then a short real run under mpirun -np 2 with every thread of a rank busy at
+# once: loader readers on a prepared dataset, the async checkpoint writer (its MPI calls beside
+# the step's, under MPI_THREAD_MULTIPLE) and the watchdog. Any report that tests/tsan.supp does
+# not suppress fails the lane.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${TRAINPROOF_TSAN_BUILD_DIR:-build-tsan}
+
+# RelWithDebInfo: an optimised binary keeps the run short, and -g gives each report its lines.
+TRAINPROOF_BUILD_DIR=$build_dir CMAKE_BUILD_TYPE=RelWithDebInfo scripts/build.sh \
+  -DTRAINPROOF_TSAN=ON -DTRAINPROOF_CUDA=OFF
+
+# exitcode: a process that printed a report exits 66 even when the report did not stop it.
+export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp exitcode=66 second_deadlock_stack=1"
+
+if ctest --test-dir "$build_dir" -N -L threads | grep -q '^Total Tests: [1-9]'; then
+  echo "== tsan: unit tests labelled threads"
+  ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -L threads
+else
+  echo "== tsan: no unit test is labelled threads; only the MPI run below checks the threads"
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+bin=$build_dir/trainproof
+failed=0
+
+# tsan_run NAME ARGS...: trainproof on 2 ranks; fails on a non-zero exit or on any report, even
+# one from a rank whose exit status mpirun did not pass on.
+tsan_run() {
+  local name=$1 rc=0
+  shift
+  echo "== tsan: $name"
+  scripts/mpirun.sh -np 2 -x TSAN_OPTIONS "$bin" "$@" --log.level=warn >"$work/$name.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ] || grep -q 'WARNING: ThreadSanitizer' "$work/$name.log"; then
+    cat "$work/$name.log"
+    echo "tsan: FAIL: $name (exit $rc, $(grep -c 'WARNING: ThreadSanitizer' "$work/$name.log") reports)"
+    failed=1
+  fi
+}
+
+# Negative control: the suppressions must not hide a race between two threads of our own in a
+# process whose threads are inside MPI at the same time, as trainproof's are.
+cat >"$work/control.cpp" <<'EOF'
+#include <mpi.h>
+#include <thread>
+int unguarded = 0;
+void reduce(MPI_Comm comm) {
+  double one = 1, sum = 0;
+  MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
+  ++unguarded;
+}
+int main() {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm other;
+  MPI_Comm_dup(MPI_COMM_WORLD, &other);
+  std::thread t(reduce, other);
+  reduce(MPI_COMM_WORLD);
+  t.join();
+  MPI_Comm_free(&other);
+  MPI_Finalize();
+}
+EOF
+mpicxx -std=c++20 -fsanitize=thread -g -O1 "$work/control.cpp" -o "$work/control"
+echo "== tsan: negative control (a race in our own code must be reported)"
+if scripts/mpirun.sh -np 2 -x TSAN_OPTIONS "$work/control" >"$work/control.log" 2>&1 ||
+  ! grep -q 'SUMMARY: ThreadSanitizer: data race .*control.cpp' "$work/control.log"; then
+  cat "$work/control.log"
+  echo "tsan: FAIL: the deliberate race was not reported; TSan or tests/tsan.supp hides races" >&2
+  exit 1
+fi
+
+tiny=(--scenario scenarios/tiny.ini)
+shape=(--data.samples=256 --data.sample_bytes=4096 --data.files=4)
+threads=(--data.prefetch=2 --data.verify=true --checkpoint.async=true
+  --checkpoint.every=3)
+
+tsan_run prepare-raw prepare-data "${tiny[@]}" "${shape[@]}" --data.dir="$work/raw" \
+  --report "$work/prepare-raw.json"
+tsan_run prepare-hdf5 prepare-data "${tiny[@]}" "${shape[@]}" --data.format=hdf5 \
+  --data.dir="$work/hdf5" --report "$work/prepare-hdf5.json"
+# Each rank writes its own file from the writer thread while the step reduces gradients.
+tsan_run train-file-per-rank train "${tiny[@]}" "${threads[@]}" --data.dir="$work/raw" \
+  --data.readers=2 --checkpoint.dir="$work/ckpt-fpr" --train.steps=24 --report "$work/fpr.json"
+# A restore, then more async checkpoints from the restored loader position.
+tsan_run resume-file-per-rank train "${tiny[@]}" "${threads[@]}" --data.dir="$work/raw" \
+  --data.readers=2 --checkpoint.dir="$work/ckpt-fpr" --resume=require --train.steps=36 --report "$work/resume.json"
+# Collective MPI-IO from the writer thread, HDF5 shards under the readers.
+tsan_run train-shared-file train "${tiny[@]}" "${threads[@]}" --data.dir="$work/hdf5" \
+  --data.readers=3 --checkpoint.layout=shared-file --checkpoint.dir="$work/ckpt-shared" \
+  --train.steps=24 --report "$work/shared.json"
+
+if [ "$failed" -ne 0 ]; then
+  echo "tsan: FAIL (suppressions: tests/tsan.supp, for races whose ordering is inside a library)" >&2
+  exit 1
+fi
+echo "tsan: no unsuppressed report"
