@@ -1,24 +1,77 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the whole test suite under ctest and the GPU check's
-# dry run. Then, when TRAINPROOF_SANITIZE_TESTS is not 0, rebuilds the unit tests with ASan/UBSan
-# and runs them too.
+# The README's test command and CI's (.ci/run). Lanes run from the quickest to the slowest, so a
+# format slip, a shell script warning, an include against the layers or a failing unit test
+# stops the run in its first minutes, before the MPI and Slurm integration tests and the
+# sanitizer builds. Each lane prints "== lane: NAME" and, when it ends, its wall time; the last
+# lines list every lane's time. TRAINPROOF_SANITIZE_TESTS=0 skips the two sanitizer lanes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+lane_name=""
+lane_start=$SECONDS
+times=()
+end_lane() {
+  [ -n "$lane_name" ] || return 0
+  local took=$((SECONDS - lane_start))
+  echo "== lane: $lane_name: ${took}s"
+  times+=("$(printf '%-15s %5ss' "$lane_name" "$took")")
+  lane_name=""
+}
+lane() {
+  end_lane
+  lane_name=$1
+  lane_start=$SECONDS
+  echo "== lane: $lane_name"
+}
+# set -e ends the run inside a lane without passing end_lane; say which lane it was.
+on_exit() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -n "$lane_name" ]; then
+    echo "== lane: $lane_name: FAILED after $((SECONDS - lane_start))s (exit $rc)" >&2
+  fi
+}
+trap on_exit EXIT
+
+lane setup
 scripts/setup.sh
+
+lane format
 scripts/format.sh --check
+
+lane shellcheck
+scripts/shellcheck.sh
+
+lane layers
+scripts/check-layers.sh
+
+lane build
 scripts/build.sh
-ctest --test-dir build --output-on-failure --timeout 600
+
+lane unit
+ctest --test-dir build --output-on-failure --timeout 600 -L unit
+
+lane function-size
+scripts/function-size.sh build
+
+lane integration
+ctest --test-dir build --output-on-failure --timeout 600 -LE unit
 
 # The GPU machine's prepared check must not rot between device windows: bundle this build and run
 # every CPU-side stage of it (GPU stages report "skip" here).
-echo "== scripts/device-check.sh --dry-run"
+lane device-dry-run
 TRAINPROOF_DEVICE_BUILD_DIR=build scripts/device-check.sh --dry-run --no-pack --no-build
 
 if [ "${TRAINPROOF_SANITIZE_TESTS:-1}" != 0 ]; then
-  echo "== unit tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+  lane asan-ubsan
   TRAINPROOF_BUILD_DIR=build-asan CMAKE_BUILD_TYPE=Debug scripts/build.sh -DTRAINPROOF_SANITIZE=ON \
     -DTRAINPROOF_CUDA=OFF
   LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp" ctest --test-dir build-asan --output-on-failure -L unit
+
+  lane tsan
+  scripts/tsan.sh
 fi
+end_lane
+
+echo "== lane times"
+printf '  %s\n' "${times[@]}"
 echo "== all tests passed"
