@@ -439,26 +439,6 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   return c;
 }
 
-std::string scenario_hash(const TrainConfig& c) {
-  std::ostringstream canonical;
-  canonical << std::setprecision(9) << "model.layers=" << c.model.layers
-            << ";model.hidden=" << c.model.hidden << ";model.seq=" << c.model.seq
-            << ";model.batch=" << c.model.global_batch << ";model.dtype=" << c.dtype
-            << ";train.seed=" << c.seed << ";train.optimizer=" << int(c.optimizer.kind)
-            << ";lr=" << c.optimizer.lr << ";momentum=" << c.optimizer.momentum
-            << ";beta1=" << c.optimizer.beta1 << ";beta2=" << c.optimizer.beta2
-            << ";eps=" << c.optimizer.eps << ";data=";
-  // A dataset's content is a function of its samples, lengths and the seed, never of its
-  // format or shard count, so those may change between a checkpoint and its resume.
-  if (c.data.dir.empty())
-    canonical << "synthetic-philox4x32-10";
-  else
-    canonical << "dataset:samples=" << c.data.samples << ",bytes=" << c.data.sample_bytes
-              << ",spread=" << c.data.spread << ",rank_shift=" << c.data.rank_shift;
-  const std::string text = canonical.str();
-  return digest_of(text.data(), text.size()).hex();
-}
-
 nlohmann::json effective_options(const po::variables_map& vm) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [name, entry] : vm) {

@@ -29,8 +29,6 @@ std::string help_text(const std::string& subcommand);
 
 TrainConfig train_config_from(const po::variables_map& options);
 
-// xxh3-128 over exactly the options that decide the training state (DESIGN.md "Scenario hash").
-std::string scenario_hash(const TrainConfig& config);
 // Every option with its effective value, for the report context.
 nlohmann::json effective_options(const po::variables_map& options);
 

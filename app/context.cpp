@@ -3,9 +3,17 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
+
+#include "app/build_info.h"
+#include "common/hdf5_info.h"
+#include "common/sysinfo.h"
+#include "kernels/cpu_backend.h"
 
 extern char** environ;
 
@@ -168,6 +176,113 @@ std::vector<std::string> timing_warnings(const TimingEnvironment& env) {
     warnings.push_back("only " + std::to_string(env.measured_steps) +
                        " measured steps: percentiles rest on few samples");
   return warnings;
+}
+
+}  // namespace tp
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+
+json tool_and_build(const BackendFacts& backends) {
+  return {{"tool",
+           {{"name", "trainproof"},
+            {"version", build::kVersion},
+            {"git_revision", build::kGitRevision}}},
+          {"build",
+           {{"type", build::kBuildType},
+            {"sanitizers", build::kSanitizers},
+            {"gpu_toolchain_found", build::kGpuToolchainFound},
+            {"gpu_backend_built", build::kGpuBackendBuilt},
+            {"gpu_backend_loaded", backends.gpu != nullptr}}}};
+}
+
+json versions(const BackendFacts& backends) {
+  json v = {{"mpi", mpi_library_version()},  {"nccl", nullptr},   {"cuda", nullptr},
+            {"cuda_driver_api", nullptr},    {"driver", nullptr}, {"hdf5", hdf5_version()},
+            {"openblas", openblas_version()}};
+  if (backends.gpu) {
+    const GpuVersions gpu = backends.gpu->versions();
+    v["nccl"] = nccl_version_string(gpu.nccl);
+    v["cuda"] = cuda_version_string(gpu.cuda_runtime);
+    v["cuda_driver_api"] = cuda_version_string(gpu.cuda_driver);
+    const std::string driver = nvidia_smi_query("driver_version");
+    if (!driver.empty()) v["driver"] = driver;
+  }
+  return v;
+}
+
+json nccl_settings(const BackendFacts& backends) {
+  if (backends.comm != "nccl") return nullptr;
+  auto env_or = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value
+                             : "chosen per call by NCCL's tuner (not exposed by its API; "
+                               "NCCL_DEBUG=INFO logs it)");
+  };
+  return {{"algorithm", env_or("NCCL_ALGO")}, {"protocol", env_or("NCCL_PROTO")}};
+}
+
+json checkpoint_filesystem(const std::optional<CheckpointFolderFacts>& folder) {
+  if (!folder) return nullptr;
+  return {{"path", std::filesystem::absolute(folder->path).string()},
+          {"type", folder->filesystem},
+          {"node_local", node_local_filesystem(folder->filesystem)}};
+}
+
+std::vector<std::string> context_warnings(const ContextInputs& in, int busiest) {
+  // CPU oversubscription matters only where the CPU computes.
+  const int cpu_busiest = in.backends.gpu ? 1 : busiest;
+  std::vector<std::string> warnings =
+      timing_warnings({cpu_busiest, online_cpus(), cpu_governor(), build::kBuildType,
+                       build::kSanitizers, in.measured_steps});
+  warnings.insert(warnings.end(), in.gpu_warnings.begin(), in.gpu_warnings.end());
+  if (in.folder) {
+    const auto folder = checkpoint_folder_warnings(*in.folder, int(in.world.hosts.size()));
+    warnings.insert(warnings.end(), folder.begin(), folder.end());
+  }
+  if (in.backends.gpu && in.backends.gpu_sharers > 1)
+    warnings.push_back(std::to_string(in.backends.gpu_sharers) +
+                       " ranks share one GPU: they time-slice it, so compute figures are not a "
+                       "single rank's");
+  return warnings;
+}
+
+}  // namespace
+
+json build_context(const ContextInputs& in) {
+  const Invocation& inv = in.invocation;
+  json ctx = tool_and_build(in.backends);
+  ctx["start_time"] = in.start_time;
+  ctx["end_time"] = utc_timestamp();
+  ctx["command_line"] = inv.argv;
+  ctx["scenario_file"] = inv.scenario_path.empty() ? json(nullptr) : json(inv.scenario_path);
+  ctx["scenario_text"] = inv.scenario_text.empty() ? json(nullptr) : json(inv.scenario_text);
+  ctx["scenario_hash"] = scenario_hash(in.config);
+  ctx["options"] = effective_options(inv.options);
+  ctx["world_size"] = in.world.size;
+  ctx["hosts"] = in.world.hosts;
+  json per_host = json::object();
+  int busiest = 0;
+  for (const auto& h : in.world.hosts) {
+    per_host[h] = in.world.ranks_on(h);
+    busiest = std::max(busiest, in.world.ranks_on(h));
+  }
+  ctx["ranks_per_host"] = per_host;
+  ctx["versions"] = versions(in.backends);
+  ctx["gpus"] = in.gpus;
+  ctx["nccl"] = nccl_settings(in.backends);
+  ctx["nvidia_smi_topo"] = nvidia_smi_topology();
+  ctx["environment"] = launcher_environment(process_environment());
+  ctx["checkpoint_filesystem"] = checkpoint_filesystem(in.folder);
+  ctx["backends"] = {{"compute", in.backends.compute},
+                     {"comm", in.backends.comm},
+                     {"compute_requested", in.config.compute_backend},
+                     {"comm_requested", in.config.comm_backend},
+                     {"notes", in.backends.notes}};
+  ctx["warnings"] = context_warnings(in, busiest);
+  return ctx;
 }
 
 }  // namespace tp

@@ -2,10 +2,15 @@
 // The report's context block: what ran, where, with which libraries and environment, and what in
 // that environment makes its timings less trustworthy.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "app/cli.h"
+#include "checkpoint/folder_facts.h"
 #include "gpu/gpu_api.h"
+#include "mpi/world.h"
+#include "train/train_config.h"
 
 namespace tp {
 
@@ -41,5 +46,27 @@ struct TimingEnvironment {
 };
 // Conditions that make timings unreliable, as sentences for context.warnings.
 std::vector<std::string> timing_warnings(const TimingEnvironment& env);
+
+// The backends a run used, as the context block records them.
+struct BackendFacts {
+  std::string compute, comm;
+  std::vector<std::string> notes;
+  const GpuApi* gpu = nullptr;  // the loaded GPU library, when the run computed on a GPU
+  int gpu_sharers = 1;
+};
+
+// Everything the context block is built from, on rank 0 after the run.
+struct ContextInputs {
+  const Invocation& invocation;
+  const TrainConfig& config;
+  const World& world;
+  std::string start_time;
+  BackendFacts backends;
+  nlohmann::json gpus = nlohmann::json::array();  // every host's inventory
+  std::vector<std::string> gpu_warnings;
+  int64_t measured_steps = 0;
+  std::optional<CheckpointFolderFacts> folder;
+};
+nlohmann::json build_context(const ContextInputs& in);
 
 }  // namespace tp

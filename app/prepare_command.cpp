@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/mpi_command.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/sysinfo.h"
@@ -33,9 +34,9 @@ DatasetSpec spec_from(const TrainConfig& cfg) {
   return spec;
 }
 
-int prepare_on_world(const TrainConfig& cfg, World& world) {
-  const DatasetSpec spec = spec_from(cfg);
-  // Rank 0 decides: nothing to do, a clear error, or (re)write.
+// Rank 0 decides: nothing to do (returns true), a clear error, or (re)write after removing the
+// index, so a half-rewritten dataset never counts.
+bool already_prepared(const TrainConfig& cfg, const DatasetSpec& spec, const World& world) {
   std::string problem;
   int already = 0;
   if (world.rank == 0) {
@@ -54,15 +55,54 @@ int prepare_on_world(const TrainConfig& cfg, World& world) {
     }
     if (problem.empty() && !already) {
       fs::create_directories(spec.dir, ec);
-      fs::remove(spec.dir + "/index.json", ec);  // the dataset does not count until rewritten
+      fs::remove(spec.dir + "/index.json", ec);
       if (!fs::is_directory(spec.dir))
         problem = "data.dir '" + spec.dir + "': cannot create the folder";
     }
   }
-  if (const std::string first = first_problem(world, problem); !first.empty())
-    throw UsageError(first);
+  agree_or_throw<UsageError>(world, problem);
   mpiCheck(MPI_Bcast(&already, 1, MPI_INT, 0, world.comm));
-  if (already) {
+  return already != 0;
+}
+
+// Each rank writes the shards f = rank, rank + size, ...; returns every shard's bytes.
+std::vector<uint64_t> write_shards(const DatasetSpec& spec, const World& world) {
+  std::vector<uint64_t> bytes(size_t(spec.files), 0);
+  std::string failure;
+  try {
+    for (int f = world.rank; f < spec.files; f += world.size)
+      bytes[size_t(f)] = write_shard(spec, f);
+  } catch (const RuntimeError& e) {
+    failure = "prepare-data on host " + world.host + ": " + e.what();
+  }
+  agree_or_throw<EnvironmentError>(world, failure);
+  mpiCheck(
+      MPI_Allreduce(MPI_IN_PLACE, bytes.data(), spec.files, MPI_UINT64_T, MPI_SUM, world.comm));
+  return bytes;
+}
+
+// The index is written last: the dataset counts from this rename on.
+void commit_index(const DatasetSpec& spec, const std::vector<uint64_t>& bytes, double seconds,
+                  const World& world) {
+  const std::string text = index_json(spec, bytes).dump(2) + "\n";
+  const std::string path = spec.dir + "/index.json";
+  try {
+    write_file_atomically(path, text);
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(std::string("prepare-data: cannot write the index: ") + e.what());
+  }
+  uint64_t total = 0;
+  for (uint64_t b : bytes) total += b;
+  std::printf(
+      "prepare-data: %lld samples in %d %s shards, %.3f GB, written by %d ranks in "
+      "%.2f s (%.2f GB/s); index %s\n",
+      static_cast<long long>(spec.samples), spec.files, spec.format.c_str(), double(total) / 1e9,
+      world.size, seconds, double(total) / 1e9 / seconds, path.c_str());
+}
+
+int prepare_on_world(const TrainConfig& cfg, const World& world) {
+  const DatasetSpec spec = spec_from(cfg);
+  if (already_prepared(cfg, spec, world)) {
     if (world.rank == 0)
       std::printf(
           "prepare-data: %s already holds this dataset (%lld samples, %d %s shards); "
@@ -70,38 +110,12 @@ int prepare_on_world(const TrainConfig& cfg, World& world) {
           spec.dir.c_str(), static_cast<long long>(spec.samples), spec.files, spec.format.c_str());
     return kExitPass;
   }
-
   const auto start = std::chrono::steady_clock::now();
-  std::vector<uint64_t> bytes(size_t(spec.files), 0);
-  std::string failure;
-  try {
-    for (int f = world.rank; f < spec.files; f += world.size)
-      bytes[size_t(f)] = write_shard(spec, f);
-  } catch (const RuntimeError& e) {
-    failure = "on host " + world.host + ": " + e.what();
-  }
-  if (const std::string first = first_problem(world, failure); !first.empty())
-    throw EnvironmentError("prepare-data: " + first);
-  mpiCheck(
-      MPI_Allreduce(MPI_IN_PLACE, bytes.data(), spec.files, MPI_UINT64_T, MPI_SUM, world.comm));
+  const std::vector<uint64_t> bytes = write_shards(spec, world);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (world.rank == 0) {
-    const std::string text = index_json(spec, bytes).dump(2) + "\n";
-    const std::string path = spec.dir + "/index.json";
-    try {
-      write_file_atomically(path, text);
-    } catch (const RuntimeError& e) {
-      throw EnvironmentError(std::string("prepare-data: cannot write the index: ") + e.what());
-    }
-    uint64_t total = 0;
-    for (uint64_t b : bytes) total += b;
-    std::printf(
-        "prepare-data: %lld samples in %d %s shards, %.3f GB, written by %d ranks in "
-        "%.2f s (%.2f GB/s); index %s\n",
-        static_cast<long long>(spec.samples), spec.files, spec.format.c_str(), double(total) / 1e9,
-        world.size, seconds, double(total) / 1e9 / seconds, path.c_str());
-  }
+  // Rank 0 alone writes the index; a failure there is its own, so it aborts the job.
+  if (world.rank == 0) commit_index(spec, bytes, seconds, world);
   return kExitPass;
 }
 
@@ -110,26 +124,10 @@ int prepare_on_world(const TrainConfig& cfg, World& world) {
 int run_prepare_data(const Invocation& inv) {
   const TrainConfig cfg = train_config_from(inv.options);
   if (cfg.data.dir.empty()) throw UsageError("prepare-data needs data.dir");
-  if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) {
-    std::fprintf(stderr, "trainproof: MPI_Init failed on host %s\n", host_name().c_str());
-    return kExitRuntime;
-  }
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int code = kExitRuntime;
-  World world = make_world("");
-  try {
-    code = prepare_on_world(cfg, world);
-  } catch (const UsageError& e) {
-    if (world.rank == 0) std::fprintf(stderr, "trainproof: error: %s\n", e.what());
-    code = kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "trainproof: error on rank %d (%s): %s\n", world.rank, world.host.c_str(),
-                 e.what());
-    MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
-  }
-  free_world(world);
-  MPI_Finalize();
-  return code;
+  MpiCommand command;
+  command.name = "prepare-data";
+  command.log_level = inv.options["log.level"].as<std::string>();
+  return run_mpi_command(command, [&](World& world) { return prepare_on_world(cfg, world); });
 }
 
 }  // namespace tp

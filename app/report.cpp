@@ -324,9 +324,12 @@ json build_report(const RunRecord& run) {
   report["gate"] = {{"checks", checks}};
   if (!cfg.checkpoint_dir.empty())
     report["checkpoint"] = checkpoint_json(run, phases["checkpoint"]);
-  if (run.data.is_object()) {
-    report["data"] = run.data;
+  if (run.data) {
+    report["data"] = data_json(cfg, *run.data);
     report["data"]["stall"] = phases["data"];  // the step's wait for its batch
+    for (const char* key : {"page_cache_warning", "cpu_warning"})
+      if (const std::string w = report["data"][key]; !w.empty())
+        report["context"]["warnings"].push_back(w);
   }
   return report;
 }

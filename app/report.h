@@ -1,12 +1,13 @@
 #pragma once
-// The JSON report (schema "trainproof.report/1", DESIGN.md). build_report is a pure function of
-// what rank 0 gathered, so its arithmetic and verdict are unit-tested without MPI.
+// The JSON report (schema "trainproof.report/1", docs/report.md). build_report is a pure function
+// of the typed records rank 0 gathered, so its arithmetic and verdict are unit-tested without MPI.
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "checkpoint/store.h"
+#include "data/dataset.h"
 #include "mpi/collective_check.h"
 #include "train/step_loop.h"
 #include "train/train_config.h"
@@ -25,6 +26,23 @@ struct RankInfo {
   double gemm_rate_flops = 0;
 };
 
+// One rank's loader figures, when the run read a dataset (data.dir).
+struct RankLoad {
+  uint64_t bytes_read = 0;
+  int64_t samples_read = 0;
+  double reader_busy_s = 0;     // summed over the rank's reader threads
+  double window_s = 0;          // from its first read's start to its last read's end
+  uint64_t host_ram_bytes = 0;  // its host's RAM, from the host's first local rank only (else 0)
+  std::string shards_read;      // "0,2": the shards it read, ascending
+};
+
+// The data section's inputs: the dataset, how it was read, and every rank's figures.
+struct DataRecord {
+  DatasetSpec dataset;
+  std::vector<RankLoad> ranks;    // [rank]
+  std::vector<double> cpu_share;  // [rank]: CPUs of its own (common/sysinfo.h cpu_shares)
+};
+
 struct RunRecord {
   TrainConfig config;
   nlohmann::json context;
@@ -32,9 +50,8 @@ struct RunRecord {
   std::vector<std::vector<StepTiming>> timings;  // [rank][measured step]
   std::vector<std::string> digests;              // [rank], hex
   int64_t steps_run = 0;
-  double first_step_end_unix = 0;
-  nlohmann::json data;  // the loader's section when data.dir was read; null else  // rank 0's wall
-                        // clock; a drill's RTO ends here
+  double first_step_end_unix = 0;  // rank 0's wall clock; a drill's RTO ends here
+  std::optional<DataRecord> data;  // when data.dir was read
   std::optional<CheckpointRestore> restored;
   double checkpoint_final_wait_s = 0;  // async: the end of the run waiting for its last commit
   std::vector<CheckpointSave> saves;   // this process's checkpoints, in order
@@ -44,6 +61,8 @@ struct RunRecord {
 };
 
 nlohmann::json build_report(const RunRecord& run);
+// The report's data section (part of build_report).
+nlohmann::json data_json(const TrainConfig& config, const DataRecord& data);
 
 // Exit code for a verdict string: PASS and WARN are 0, FAIL is 1.
 int exit_code_for(const std::string& verdict);

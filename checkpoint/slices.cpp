@@ -2,9 +2,11 @@
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <limits>
 #include <vector>
 
+#include "common/digest.h"
 #include "common/errors.h"
 #include "mpi/check.h"
 
@@ -55,6 +57,25 @@ void assemble(const World& world, const TrainingState& mine, uint64_t total, boo
     gather(mine.moment2, full.moment2);
   else
     full.moment2.clear();
+}
+
+uint64_t state_bytes(const TrainingState& s) {
+  return (s.params.size() + s.moment1.size() + s.moment2.size()) * sizeof(float);
+}
+
+std::string slab_checksum(const TrainingState& mine) {
+  DigestBuilder digest;
+  digest.add_all(mine.params);
+  digest.add_all(mine.moment1);
+  digest.add_all(mine.moment2);
+  return digest.finish().hex();
+}
+
+std::string elements_text(uint64_t begin, uint64_t end) {
+  char text[64];
+  std::snprintf(text, sizeof text, "[%llu, %llu)", static_cast<unsigned long long>(begin),
+                static_cast<unsigned long long>(end));
+  return text;
 }
 
 }  // namespace tp

@@ -4,6 +4,7 @@
 // has the same element count, so one element range per rank slices all of them alike.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "common/training_state.h"
 #include "mpi/world.h"
@@ -26,5 +27,12 @@ TrainingState cut(const TrainingState& full, Slice slice);
 // this rank's rank_slice(total, ...) of each tensor; `with_moment2` says whether the state has one.
 void assemble(const World& world, const TrainingState& mine, uint64_t total, bool with_moment2,
               TrainingState& full);
+
+// Bytes of every tensor of a state (or of a slice of it).
+uint64_t state_bytes(const TrainingState& state);
+// One checksum over a slab of every tensor, in dataset order.
+std::string slab_checksum(const TrainingState& mine);
+// "[begin, end)", for messages.
+std::string elements_text(uint64_t begin, uint64_t end);
 
 }  // namespace tp

@@ -24,6 +24,7 @@
 #include "common/files.h"
 #include "common/sysinfo.h"
 #include "mpi/check.h"
+#include "mpi/gather.h"
 
 namespace tp {
 namespace {
@@ -31,7 +32,16 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kFormat = "trainproof.checkpoint/1";
+// One rank's part of a save: what rank 0 needs for the manifest and the save's figures.
+struct RankWrite {
+  uint64_t bytes = 0;
+  double start = 0, end = 0, fsync_s = 0;  // the aligned clock
+  uint64_t slice_begin = 0, slice_end = 0;
+  std::string checksum;  // xxh3-128 of the rank's file or slab
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankWrite, bytes, start, end, fsync_s, slice_begin, slice_end,
+                                   checksum)
+
 // One write and one fsync; returns the fsync seconds. `midway`, when set, runs once half of the
 // bytes are written (where a ckpt-write fault strikes).
 double write_durably(const std::string& path, const void* data, size_t size,
@@ -54,91 +64,6 @@ double write_durably(const std::string& path, const void* data, size_t size,
   ::close(fd);
   if (rc != 0) throw RuntimeError("fsync '" + path + "': " + std::strerror(errno));
   return fsync_s;
-}
-
-// Asks the kernel to drop the file's cached pages, so the read that follows measures storage
-// rather than memory. The pages are clean (the file was fsynced), so nothing is lost.
-void drop_page_cache(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return;  // the read below reports the missing file
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
-}
-
-// A checkpoint file mapped read-only, with its xxh3-128. Mapping (rather than read() into a fresh
-// buffer) saves a copy of every byte and the page faults of a buffer as large as the file; the
-// checksum pass is what pulls the pages in, helped by sequential readahead. A file truncated by
-// another process while mapped would raise SIGBUS: checkpoints are never modified in place.
-class MappedFile {
- public:
-  MappedFile() = default;
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(data_, size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-
-  bool map_and_hash(const std::string& path, std::string& why) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) {
-      why = "cannot open " + path + ": " + std::strerror(errno);
-      return false;
-    }
-    struct stat info {};
-    const bool ok = ::fstat(fd, &info) == 0;
-    size_ = ok ? size_t(info.st_size) : 0;
-    if (ok && size_ > 0) {
-      ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-      void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      data_ = mapped == MAP_FAILED ? nullptr : static_cast<unsigned char*>(mapped);
-    }
-    const std::string error = std::strerror(errno);
-    ::close(fd);
-    if (!ok || (size_ > 0 && data_ == nullptr)) {
-      why = "cannot map " + path + ": " + error;
-      return false;
-    }
-    if (data_ != nullptr) ::madvise(data_, size_, MADV_WILLNEED);
-    checksum_ = digest_of(data_, size_).hex();
-    return true;
-  }
-  const unsigned char* data() const { return data_; }
-  size_t size() const { return size_; }
-  const std::string& checksum() const { return checksum_; }
-
- private:
-  unsigned char* data_ = nullptr;
-  size_t size_ = 0;
-  std::string checksum_;
-};
-
-uint64_t state_bytes(const TrainingState& s) {
-  return (s.params.size() + s.moment1.size() + s.moment2.size()) * sizeof(float);
-}
-
-// One checksum over a slab of every tensor, in dataset order.
-std::string slab_checksum(const TrainingState& mine) {
-  DigestBuilder digest;
-  digest.add_all(mine.params);
-  digest.add_all(mine.moment1);
-  digest.add_all(mine.moment2);
-  return digest.finish().hex();
-}
-
-std::string elements_text(uint64_t begin, uint64_t end) {
-  char text[64];
-  std::snprintf(text, sizeof text, "[%llu, %llu)", static_cast<unsigned long long>(begin),
-                static_cast<unsigned long long>(end));
-  return text;
-}
-
-// Broadcasts a string from rank 0.
-std::string broadcast(const World& world, std::string text) {
-  int length = int(text.size());
-  mpiCheck(MPI_Bcast(&length, 1, MPI_INT, 0, world.comm));
-  text.resize(size_t(length));
-  mpiCheck(MPI_Bcast(text.data(), length, MPI_CHAR, 0, world.comm));
-  return text;
 }
 
 }  // namespace
@@ -198,8 +123,7 @@ CheckpointFolderFacts CheckpointStore::preflight() {
   } catch (const RuntimeError& e) {
     problem = "checkpoint.dir '" + dir + "' is not usable on host " + world_.host + ": " + e.what();
   }
-  if (const std::string first = first_problem(world_, problem); !first.empty())
-    throw UsageError(first);
+  agree_or_throw<UsageError>(world_, problem);
 
   // Every probe is written: a rank that cannot see rank 0's sees another folder, where neither
   // its checkpoints would be committed nor a restore would find them. That is an error, found
@@ -211,7 +135,9 @@ CheckpointFolderFacts CheckpointStore::preflight() {
                  : "checkpoint.dir '" + dir + "' on host " + world_.host +
                        " is not the folder rank 0 sees (rank 0's probe file is not there): "
                        "checkpoints need storage that every node shares";
-  const std::string first = first_problem(world_, blind);
+  // The agreement is also a barrier: every rank has looked for rank 0's probe before any probe
+  // is removed.
+  const std::string first = first_problem_named(world_, blind);
   fs::remove(probe, ec);
   if (!first.empty()) throw UsageError(first);
 
@@ -236,48 +162,47 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
   const std::string label = layout_label(options_.layout, options_.shard_optimizer);
   const CheckpointMeta meta{state.step, world_.size, world_.rank, scenario_hash_,
                             label,      slice.begin, slice.end,   total};
-  uint64_t bytes = 0;
-  std::string checksum;
-  double start = 0, end = 0, fsync_s = 0;
+  RankWrite written;
+  written.slice_begin = slice.begin;
+  written.slice_end = slice.end;
   if (options_.layout == CheckpointLayout::file_per_rank) {
     const std::vector<unsigned char> image =
         encode_checkpoint_image(sliced() ? cut(state, slice) : state, meta);
-    checksum = digest_of(image.data(), image.size()).hex();
-    bytes = image.size();
+    written.checksum = digest_of(image.data(), image.size()).hex();
+    written.bytes = image.size();
     // Writers start together, as a storage benchmark's jobs do; the aggregate bandwidth then
     // measures storage rather than the skew of the ranks' encoding.
     mpiCheck(MPI_Barrier(world_.comm));
-    start = clock_.now();
-    fsync_s = write_durably(partial + "/" + rank_checkpoint_file(world_.rank), image.data(),
-                            image.size(), clock_, [&] { fault_point(state.step, "ckpt-write"); });
-    end = clock_.now();
+    written.start = clock_.now();
+    written.fsync_s =
+        write_durably(partial + "/" + rank_checkpoint_file(world_.rank), image.data(), image.size(),
+                      clock_, [&] { fault_point(state.step, "ckpt-write"); });
+    written.end = clock_.now();
   } else {
     const TrainingState mine = cut(state, slice);
-    checksum = slab_checksum(mine);
-    bytes = state_bytes(mine);
+    written.checksum = slab_checksum(mine);
+    written.bytes = state_bytes(mine);
     const std::string path = partial + "/" + kSharedCheckpointFile;
     mpiCheck(MPI_Barrier(world_.comm));
-    start = clock_.now();
-    fsync_s = write_shared_checkpoint(path, world_.comm, mine, slice, meta, !state.moment2.empty(),
-                                      [&] { fault_point(state.step, "ckpt-write"); });
+    written.start = clock_.now();
+    written.fsync_s =
+        write_shared_checkpoint(path, world_.comm, mine, slice, meta, !state.moment2.empty(),
+                                [&] { fault_point(state.step, "ckpt-write"); });
     // MPI_File_sync made the data durable; this rank's own fsync also covers a filesystem whose
     // MPI-IO driver buffers on the client until close.
     fsync_path(path, O_RDONLY);
-    end = clock_.now();
+    written.end = clock_.now();
     spdlog::debug("save {}: slab of {} bytes written in {:.3f} s, of which {:.3f} s flush", path,
-                  bytes, end - start, fsync_s);
+                  written.bytes, written.end - written.start, written.fsync_s);
   }
 
   if (world_.rank != 0) fault_point(state.step, "ckpt-commit");
-  const std::vector<double> figures = gather_at_root(
-      world_, {double(bytes), start, end, fsync_s, double(slice.begin), double(slice.end)});
-  const std::vector<std::string> checksums = gather_strings_at_root(world_, checksum);
-  constexpr size_t kFields = 6;
+  const std::vector<RankWrite> writes = gather_records_at_root(world_, written);
   CheckpointSave save;
   save.step = state.step;
   if (world_.rank == 0) {
     const double commit_start = clock_.now();
-    json manifest{{"format", kFormat},
+    json manifest{{"format", kCheckpointFormat},
                   {"step", state.step},
                   {"world_size", world_.size},
                   {"scenario_hash", scenario_hash_},
@@ -286,27 +211,27 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
                   {"total_elements", total},
                   {"created", utc_timestamp()},
                   {"files", json::array()}};
-    save.first_start = figures[1];
-    save.last_end = figures[2];
+    save.first_start = writes[0].start;
+    save.last_end = writes[0].end;
     json slabs = json::array();
     for (int r = 0; r < world_.size; ++r) {
-      const double* f = &figures[size_t(r) * kFields];
+      const RankWrite& w = writes[size_t(r)];
       const json entry{{"rank", r},
-                       {"bytes", uint64_t(f[0])},
-                       {"elements", {uint64_t(f[4]), uint64_t(f[5])}},
-                       {"xxh3_128", checksums[size_t(r)]}};
+                       {"bytes", w.bytes},
+                       {"elements", {w.slice_begin, w.slice_end}},
+                       {"xxh3_128", w.checksum}};
       if (options_.layout == CheckpointLayout::file_per_rank) {
         json file = entry;
         file["name"] = rank_checkpoint_file(r);
         manifest["files"].push_back(file);
-        save.bytes += uint64_t(f[0]);
+        save.bytes += w.bytes;
       } else {
         slabs.push_back(entry);
       }
-      save.first_start = std::min(save.first_start, f[1]);
-      save.last_end = std::max(save.last_end, f[2]);
-      save.rank_gbps.push_back(f[2] > f[1] ? f[0] / (f[2] - f[1]) / 1e9 : 0.0);
-      save.max_fsync_s = std::max(save.max_fsync_s, f[3]);
+      save.first_start = std::min(save.first_start, w.start);
+      save.last_end = std::max(save.last_end, w.end);
+      save.rank_gbps.push_back(w.end > w.start ? double(w.bytes) / (w.end - w.start) / 1e9 : 0.0);
+      save.max_fsync_s = std::max(save.max_fsync_s, w.fsync_s);
     }
     if (options_.layout == CheckpointLayout::shared_file) {
       save.bytes = uint64_t(fs::file_size(partial + "/" + kSharedCheckpointFile));
@@ -377,192 +302,6 @@ void CheckpointStore::retain(int64_t newest) {
     std::error_code ec;
     fs::rename(folder, doomed, ec);
     if (!ec) fs::remove_all(doomed, ec);
-  }
-}
-
-std::string CheckpointStore::read_rank_file(const std::string& folder, const json& manifest,
-                                            Slice slice, TrainingState& mine,
-                                            uint64_t& bytes) const {
-  const json files = manifest.value("files", json::array());
-  const json entry = files.is_array() && files.size() > size_t(world_.rank)
-                         ? files[size_t(world_.rank)]
-                         : json::object();
-  if (entry.empty()) return "MANIFEST.json lists no file for rank " + std::to_string(world_.rank);
-  const std::string path = folder + "/" + entry.value("name", rank_checkpoint_file(world_.rank));
-  const uint64_t expected = entry.value("bytes", uint64_t(0));
-  if (options_.cold_read) drop_page_cache(path);
-  MappedFile image;
-  std::string why;
-  const double t0 = clock_.local_now();
-  if (!image.map_and_hash(path, why)) return why;
-  const double t1 = clock_.local_now();
-  bytes = image.size();
-  if (image.size() != expected)
-    return path + " has " + std::to_string(image.size()) + " bytes; the manifest says " +
-           std::to_string(expected);
-  if (image.checksum() != entry.value("xxh3_128", "")) return path + " fails its xxh3-128 checksum";
-  CheckpointMeta meta;
-  try {
-    decode_checkpoint_image(image.data(), image.size(), path, mine, meta);
-  } catch (const RuntimeError& e) {
-    return e.what();
-  }
-  spdlog::debug("restore {}: read+hash {:.3f} s, decode {:.3f} s", path, t1 - t0,
-                clock_.local_now() - t1);
-  if (meta.slice_begin != slice.begin || meta.slice_end != slice.end)
-    return path + " holds elements " + elements_text(meta.slice_begin, meta.slice_end) + "; rank " +
-           std::to_string(world_.rank) + " needs " + elements_text(slice.begin, slice.end);
-  return "";
-}
-
-std::string CheckpointStore::read_shared_slab(const std::string& folder, const json& manifest,
-                                              Slice slice, TrainingState& mine,
-                                              uint64_t& bytes) const {
-  const json files = manifest.value("files", json::array());
-  const json entry = files.is_array() && !files.empty() ? files[0] : json::object();
-  const std::string path = folder + "/" + entry.value("name", std::string(kSharedCheckpointFile));
-  const json& slabs = entry.contains("slabs") ? entry["slabs"] : json::array();
-  // Size and manifest are checked on every rank and agreed on before the collective open, so a
-  // damaged folder never leaves one rank inside HDF5 while the others have moved on.
-  std::string problem;
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec)
-    problem = "cannot open " + path + ": " + ec.message();
-  else if (size != entry.value("bytes", uint64_t(0)))
-    problem = path + " has " + std::to_string(size) + " bytes; the manifest says " +
-              std::to_string(entry.value("bytes", uint64_t(0)));
-  else if (!slabs.is_array() || slabs.size() != size_t(world_.size))
-    problem = "MANIFEST.json does not list one slab per rank";
-  problem = first_problem(world_, problem);
-  if (!problem.empty()) return problem;
-
-  if (options_.cold_read) drop_page_cache(path);
-  CheckpointMeta meta;
-  const double read_start = clock_.local_now();
-  try {
-    read_shared_checkpoint(path, world_.comm, slice, mine, meta);
-  } catch (const RuntimeError& e) {
-    return e.what();
-  }
-  bytes = state_bytes(mine);
-  spdlog::debug("restore {}: slab of {} bytes read in {:.3f} s", path, bytes,
-                clock_.local_now() - read_start);
-  const json& slab = slabs[size_t(world_.rank)];
-  if (slab.value("elements", json::array()) != json{slice.begin, slice.end})
-    return path + ": the manifest's slab for rank " + std::to_string(world_.rank) +
-           " is not elements " + elements_text(slice.begin, slice.end);
-  if (slab_checksum(mine) != slab.value("xxh3_128", ""))
-    return path + ": the slab of rank " + std::to_string(world_.rank) + " (elements " +
-           elements_text(slice.begin, slice.end) + ") fails its xxh3-128 checksum";
-  return "";
-}
-
-std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) {
-  std::vector<std::pair<int64_t, std::string>> candidates;
-  if (world_.rank == 0) candidates = committed();
-  CheckpointRestore result;
-  const std::string label = layout_label(options_.layout, options_.shard_optimizer);
-  for (size_t next = 0;; ++next) {
-    const std::string folder = broadcast(
-        world_, world_.rank == 0 && next < candidates.size() ? candidates[next].second : "");
-    if (folder.empty()) return std::nullopt;
-
-    std::string manifest_text;
-    if (world_.rank == 0) {
-      std::ifstream in(folder + "/MANIFEST.json");
-      std::stringstream buffer;
-      buffer << in.rdbuf();
-      manifest_text = buffer.str();
-    }
-    manifest_text = broadcast(world_, manifest_text);
-    std::string problem;
-    json manifest;
-    try {
-      manifest = json::parse(manifest_text);
-      if (manifest.value("format", "") != kFormat) problem = "MANIFEST.json has an unknown format";
-    } catch (const json::exception& e) {
-      problem = std::string("MANIFEST.json does not parse: ") + e.what();
-    }
-    if (problem.empty()) {
-      const int writers = manifest.value("world_size", -1);
-      const std::string hash = manifest.value("scenario_hash", "");
-      const std::string written = layout_label(manifest.value("layout", "") == "shared-file"
-                                                   ? CheckpointLayout::shared_file
-                                                   : CheckpointLayout::file_per_rank,
-                                               manifest.value("shard_optimizer", false));
-      if (writers != world_.size)
-        throw UsageError("checkpoint " + folder + " was written by " + std::to_string(writers) +
-                         " ranks; this run has " + std::to_string(world_.size) +
-                         " (resharding is not supported)");
-      if (hash != scenario_hash_)
-        throw UsageError("checkpoint " + folder + " has scenario hash " + hash +
-                         "; this run's is " + scenario_hash_ +
-                         " (a model, seed, optimizer, batch or dtype option differs)");
-      if (written != label)
-        throw UsageError("checkpoint " + folder + " was written with layout " + written +
-                         "; this run asks for " + label +
-                         " (set checkpoint.layout and checkpoint.shard_optimizer to match)");
-    }
-
-    // Every rank reads and verifies what it needs; nothing reaches the state until all agree.
-    const double start = clock_.local_now();
-    // The manifest is the same on every rank, so whatever it lacks fails on every rank alike.
-    // One written before slices existed has no total: the whole replica is every rank's part.
-    uint64_t total = 0;
-    if (problem.empty()) {
-      try {
-        total = manifest.value("total_elements", state.params.size());
-      } catch (const json::exception& e) {
-        problem = std::string("MANIFEST.json: ") + e.what();
-      }
-    }
-    const Slice slice = sliced() ? rank_slice(total, world_.rank, world_.size) : Slice{0, total};
-    // A whole replica decodes straight into the caller's buffers (which the caller imports only
-    // on success); a slice decodes apart and is assembled once every rank's slice verifies.
-    TrainingState slice_state;
-    TrainingState& mine = sliced() ? slice_state : state;
-    uint64_t bytes = 0;
-    if (problem.empty()) {
-      try {
-        problem = options_.layout == CheckpointLayout::shared_file
-                      ? read_shared_slab(folder, manifest, slice, mine, bytes)
-                      : read_rank_file(folder, manifest, slice, mine, bytes);
-      } catch (const json::exception& e) {
-        problem = folder + "/MANIFEST.json: " + e.what();
-      }
-    }
-    const std::string first = first_problem(world_, problem);
-    if (!first.empty()) {
-      if (world_.rank == 0) {
-        spdlog::warn("checkpoint {} is damaged ({}); renamed *.corrupt, trying the previous one",
-                     folder, first);
-        std::error_code ec;
-        fs::rename(folder, folder + ".corrupt", ec);
-      }
-      result.rejected.push_back(folder + ": " + first);
-      mpiCheck(MPI_Barrier(world_.comm));
-      continue;
-    }
-    if (sliced()) {
-      int with_moment2 = mine.moment2.empty() ? 0 : 1;
-      mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &with_moment2, 1, MPI_INT, MPI_MAX, world_.comm));
-      assemble(world_, mine, total, with_moment2 != 0, state);
-    }
-    double slowest = clock_.local_now() - start;
-    double rank_gbps[2] = {0, 0};  // min as -max, so one MPI_MAX reduction gives both
-    rank_gbps[0] = slowest > 0 ? -double(bytes) / slowest / 1e9 : 0.0;
-    rank_gbps[1] = -rank_gbps[0];
-    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, rank_gbps, 2, MPI_DOUBLE, MPI_MAX, world_.comm));
-    result.rank_gbps_min = -rank_gbps[0];
-    result.rank_gbps_max = rank_gbps[1];
-    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, world_.comm));
-    mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_UINT64_T, MPI_SUM, world_.comm));
-    result.step = state.step;
-    result.folder = folder;
-    result.bytes = bytes;
-    result.seconds = slowest;
-    return result;
   }
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The checkpoint store and its durable commit protocol (DESIGN.md):
+// The checkpoint store and its durable commit protocol (docs/checkpoint.md):
 //   1. every rank writes into <dir>/step-NNNNNNNN.partial/ and fsyncs, and reports its bytes and
 //      xxh3-128 checksum to rank 0 (file-per-rank: one per file; shared-file: one per hyperslab);
 //   2. rank 0 writes MANIFEST.json (world size, step, scenario hash, layout, files, checksums);
@@ -22,6 +22,9 @@
 #include "mpi/world.h"
 
 namespace tp {
+
+// MANIFEST.json's "format": a restore refuses any other.
+inline constexpr const char* kCheckpointFormat = "trainproof.checkpoint/1";
 
 enum class CheckpointLayout { file_per_rank, shared_file };
 

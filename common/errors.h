@@ -1,5 +1,5 @@
 #pragma once
-// The two error kinds that decide the exit code (DESIGN.md, "Exit codes").
+// The error kinds that decide the exit code (docs/report.md, "Exit codes").
 #include <stdexcept>
 #include <string>
 

@@ -78,6 +78,14 @@ std::vector<std::string> all_gather_strings(const World& world, const std::strin
   return strings;
 }
 
+std::string broadcast_from_root(const World& world, std::string text) {
+  int length = int(text.size());
+  mpiCheck(MPI_Bcast(&length, 1, MPI_INT, 0, world.comm));
+  text.resize(size_t(length));
+  mpiCheck(MPI_Bcast(text.data(), length, MPI_CHAR, 0, world.comm));
+  return text;
+}
+
 std::vector<std::string> gather_strings_at_root(const World& world, const std::string& mine) {
   const int length = static_cast<int>(mine.size());
   std::vector<int> lengths(world.rank == 0 ? world.size : 0);
@@ -109,6 +117,18 @@ std::string first_problem(const World& world, const std::string& mine) {
   std::string problem = world.rank == owner ? mine : std::string(size_t(length), ' ');
   mpiCheck(MPI_Bcast(problem.data(), length, MPI_CHAR, owner, world.comm));
   return problem;
+}
+
+}  // namespace tp
+
+namespace tp {
+
+std::string first_problem_named(const World& world, const std::string& mine) {
+  const std::string named =
+      mine.empty() || world.size == 1 || mine.find(world.host) != std::string::npos
+          ? mine
+          : mine + " (rank " + std::to_string(world.rank) + " on host " + world.host + ")";
+  return first_problem(world, named);
 }
 
 }  // namespace tp

@@ -33,6 +33,8 @@ std::vector<double> gather_at_root(const World& world, const std::vector<double>
 namespace tp {
 // Every rank receives every rank's string, indexed by rank.
 std::vector<std::string> all_gather_strings(const World& world, const std::string& mine);
+// Rank 0's `text` on every rank.
+std::string broadcast_from_root(const World& world, std::string text);
 // Gathers one string per rank at rank 0 (indexed by rank); empty elsewhere.
 std::vector<std::string> gather_strings_at_root(const World& world, const std::string& mine);
 }  // namespace tp
@@ -41,4 +43,16 @@ namespace tp {
 // Every rank learns the problem reported by the lowest rank that has one ("" when none has). Used
 // so that a check failing on one host stops every rank alike, with one message.
 std::string first_problem(const World& world, const std::string& mine);
+
+// first_problem, with the place named: in a world of more than one rank, a problem whose text does
+// not already name its host gets " (rank R on host H)" of the rank that had it.
+std::string first_problem_named(const World& world, const std::string& mine);
+
+// "Check locally, agree across ranks, throw": every rank throws the same `Error` (UsageError,
+// EnvironmentError) carrying the first rank's problem, or none throws. Only errors agreed this
+// way end a run with a clean exit code; see app/mpi_command.h.
+template <class Error>
+void agree_or_throw(const World& world, const std::string& mine) {
+  if (std::string first = first_problem_named(world, mine); !first.empty()) throw Error(first);
+}
 }  // namespace tp

@@ -90,9 +90,20 @@ std::string Heartbeat::pid_path() const {
   return dir_ + "/pid-rank-" + std::to_string(rank_);
 }
 
-void Heartbeat::remove_folder_if_empty() {
+void Heartbeat::remove_folder(bool made_by_this_run) const {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::remove(dir_, ec);  // fails, harmlessly, while anything is left in it
+  if (fs::exists(dir_ + "/abort.json", ec)) return;
+  if (made_by_this_run) {
+    // Another rank may not have removed its own files yet; they are closed or about to be.
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("rank-", 0) == 0 || name.rfind("pid-rank-", 0) == 0 ||
+          name.rfind("fault-rank-", 0) == 0 || name == "progress.json")
+        fs::remove(entry.path(), ec);
+    }
+  }
+  fs::remove(dir_, ec);  // fails, harmlessly, while anything else is left in it
 }
 
 std::vector<HeartbeatRecord> Heartbeat::read_all(const std::string& dir, int world_size) {

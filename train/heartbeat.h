@@ -30,7 +30,11 @@ class Heartbeat {
   void beat(int64_t step, const char* phase);
   // A run that ended normally leaves no heartbeats behind (an abort.json stays).
   void finish();
-  void remove_folder_if_empty();
+  // Rank 0, once the job ends cleanly: removes the folder unless a watchdog left abort.json in it.
+  // A folder the run made beside its report goes with every rank's files, fired-fault records
+  // and the progress record; one given as watchdog.dir belongs to whoever named it (a drill reads
+  // progress.json there) and goes only when nothing else is left in it.
+  void remove_folder(bool made_by_this_run) const;
   const std::string& dir() const { return dir_; }
   // This rank's last beat, from memory (thread-safe): the watchdog's view of its own progress.
   HeartbeatRecord latest() const;

@@ -19,9 +19,8 @@ struct TestHooks {
   int split_hosts = 0;       // pretend the ranks are spread over this many hosts
   int mpi_error_rank = -1;   // makes this rank issue an invalid MPI call, to exercise exit code 3
   std::string skip_restore;  // "moment1": restore leaves it zero (negative control of resume)
-  double read_delay_ms = 0;
-  int unshared_checkpoint_rank = -1;  // this rank's preflight sees a folder of its own  // each
-                                      // dataset sample read sleeps this long
+  double read_delay_ms = 0;  // each dataset sample read sleeps this long
+  int unshared_checkpoint_rank = -1;  // this rank's preflight sees a folder of its own
 };
 
 // The storage-backed dataset (data/), when data.dir is set; the synthetic in-memory source else.
@@ -69,5 +68,9 @@ struct TrainConfig {
   double epochs = 0;  // > 0: train.steps follows from the dataset (ceil(epochs * samples / batch))
   TestHooks test;
 };
+
+// xxh3-128 over exactly the options that decide the training state: a checkpoint restores only
+// into a run with the same hash (docs/report.md, "Scenario hash").
+std::string scenario_hash(const TrainConfig& config);
 
 }  // namespace tp

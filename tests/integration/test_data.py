@@ -176,6 +176,19 @@ class Data(unittest.TestCase):
         self.assertEqual(forced.returncode, 0, forced.stderr)
         self.assertEqual(json.load(open(os.path.join(copy, "index.json")))["samples"], 80)
 
+    def test_a_shard_that_cannot_be_written_ends_prepare_cleanly_with_exit_3(self):
+        # Every rank agrees on the failure, so the job ends with exit 3 and one message, as
+        # train does, not with MPI_Abort.
+        blocked = os.path.join(self.tmp, "blocked")
+        os.makedirs(os.path.join(blocked, "shard-00001.bin"))
+        run = prepare(2, blocked, "--data.format=raw")
+        self.assertEqual(run.returncode, 3, run.stdout + run.stderr)
+        errors = [l for l in run.stderr.splitlines() if l.startswith("trainproof: error:")]
+        self.assertEqual(len(errors), 1, run.stderr)
+        self.assertIn("shard-00001.bin", errors[0])
+        self.assertNotIn("MPI_ABORT", run.stdout + run.stderr)
+        self.assertFalse(os.path.exists(os.path.join(blocked, "index.json")))
+
     def test_train_refuses_a_dataset_that_is_not_the_one_asked_for(self):
         run = self.train(1, self.raw, "--data.samples=99")
         self.assertEqual(run.returncode, 2, run)

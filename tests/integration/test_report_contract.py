@@ -1,4 +1,4 @@
-"""The JSON report carries every field of the DESIGN.md contract, with sane values."""
+"""The JSON report carries every field of its contract (docs/report.md), with sane values."""
 import os
 import re
 import unittest

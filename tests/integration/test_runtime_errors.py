@@ -1,8 +1,12 @@
-"""An MPI failure on one rank is exit 3, names that rank and its host, and aborts the others."""
+"""An MPI failure on one rank is exit 3, names that rank and its host, and aborts the others; a
+job that ends cleanly leaves no heartbeat folder behind."""
+import os
 import socket
+import subprocess
+import tempfile
 import unittest
 
-from harness import main, mpirun
+from harness import BIN, MPIEXEC, TINY, main, mpirun
 
 
 class RuntimeErrors(unittest.TestCase):
@@ -14,6 +18,28 @@ class RuntimeErrors(unittest.TestCase):
         self.assertIn("rank 1 on host " + socket.gethostname(), line)
         self.assertIn("MPI_ERR_COUNT", line)
         self.assertNotIn("terminate called", run.stderr)
+
+
+    def run_in(self, folder, *args):
+        return subprocess.run([MPIEXEC, "-np", "2", "--oversubscribe", BIN, "train", "--scenario",
+                               TINY, "--log.level=warn", "--report",
+                               os.path.join(folder, "report.json"), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_clean_exits_leave_no_heartbeat_folder(self):
+        for args, code in ((["--fault=slow:rank=1,ms=1"], 0), (["--model.batch=1"], 2)):
+            with tempfile.TemporaryDirectory() as folder:
+                run = self.run_in(folder, *args)
+                self.assertEqual(run.returncode, code, run.stderr)
+                self.assertEqual(os.listdir(folder), ["report.json"] if code == 0 else [])
+
+    def test_a_named_heartbeat_folder_keeps_the_progress_record(self):
+        # A drill names the folder and reads progress.json there after the run.
+        with tempfile.TemporaryDirectory() as folder:
+            beats = os.path.join(folder, "beats")
+            run = self.run_in(folder, f"--watchdog.dir={beats}")
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(os.listdir(beats), ["progress.json"])
 
 
 if __name__ == "__main__":

@@ -52,12 +52,41 @@ TEST(Heartbeat, LaterStepsAreNotBehind) {
   EXPECT_EQ(tp::Heartbeat::behind(all, all[1]).size(), 1u);
 }
 
+void touch(const std::string& path) { std::ofstream(path) << "{}\n"; }
+
 TEST(Heartbeat, FinishRemovesTheEvidenceOfANormalRun) {
   const std::string dir = fresh_dir("hb-finish");
   tp::Heartbeat r0(dir, 0, "a");
   r0.finish();
-  r0.remove_folder_if_empty();
+  r0.remove_folder(false);
   EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(Heartbeat, AFolderTheRunMadeGoesWithEveryRanksFilesAndItsProgress) {
+  const std::string dir = fresh_dir("hb-made");
+  tp::Heartbeat r0(dir, 0, "a"), r1(dir, 1, "b");
+  touch(dir + "/progress.json");
+  touch(dir + "/fault-rank-1.json");
+  r0.finish();  // rank 1 has not removed its own files yet
+  r0.remove_folder(true);
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(Heartbeat, ANamedFolderKeepsTheProgressAndAnAbortKeepsEverything) {
+  const std::string named = fresh_dir("hb-named");
+  tp::Heartbeat r0(named, 0, "a");
+  touch(named + "/progress.json");
+  r0.finish();
+  r0.remove_folder(false);
+  EXPECT_TRUE(std::filesystem::exists(named + "/progress.json"));
+
+  const std::string aborted = fresh_dir("hb-aborted");
+  tp::Heartbeat a0(aborted, 0, "a"), a1(aborted, 1, "b");
+  touch(aborted + "/abort.json");
+  a0.finish();
+  a0.remove_folder(true);
+  EXPECT_TRUE(std::filesystem::exists(aborted + "/abort.json"));
+  EXPECT_TRUE(std::filesystem::exists(tp::heartbeat_path(aborted, 1)));
 }
 
 }  // namespace

@@ -1,0 +1,162 @@
+#include "app/backend_selection.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/errors.h"
+#include "common/sysinfo.h"
+#include "gpu/gpu_loader.h"
+#include "kernels/cpu_backend.h"
+#include "train/watchdog.h"
+
+namespace tp {
+namespace {
+
+// This rank's reason it cannot compute on a GPU, or "" (and `b` knows the library and devices).
+std::string local_gpu_problem(Backends& b) {
+  const GpuLibrary& lib = load_gpu_library();
+  if (!lib.api)
+    return "GPU backend library not loaded (" + lib.error +
+           "; set TRAINPROOF_GPU_LIB or build with CUDA and NCCL)";
+  try {
+    b.device_count = lib.api->device_count();
+    b.gpu = lib.api;
+  } catch (const RuntimeError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// True when every rank can compute on a GPU and one is wanted. An explicit request for a GPU
+// that some rank lacks is an error; "auto" falls back to the CPU and says why.
+bool agree_on_cuda(const TrainConfig& cfg, const World& world, Backends& b) {
+  if (cfg.comm_backend == "nccl" && cfg.compute_backend == "cpu")
+    throw UsageError("comm.backend=nccl needs compute.backend=cuda (NCCL reduces device memory)");
+  const bool wanted = cfg.compute_backend != "cpu";
+  std::string first;
+  if (wanted) {
+    const std::string mine = local_gpu_problem(b);
+    first = first_problem(world,
+                          mine.empty() ? "" : "no usable GPU on host " + world.host + ": " + mine);
+  }
+  const bool explicit_gpu = cfg.compute_backend == "cuda" || cfg.comm_backend == "nccl";
+  if (!first.empty() && explicit_gpu)
+    throw EnvironmentError(
+        (cfg.comm_backend == "nccl" ? "comm.backend=nccl: " : "compute.backend=cuda: ") + first);
+  const bool use_cuda = wanted && first.empty();
+  if (cfg.compute_backend == "auto")
+    b.notes.push_back(use_cuda ? "compute.backend=auto chose cuda"
+                               : "compute.backend=auto chose cpu: " +
+                                     (first.empty() ? std::string("no GPU wanted") : first));
+  return use_cuda;
+}
+
+// Which ranks share a GPU is learned from the devices' UUIDs, not guessed from counts: under
+// Slurm's per-task GPU binding every rank sees one device, and all of them are different.
+int choose_device(const World& world, Backends& b) {
+  const int device = device_for_local_rank(world.local_rank, b.device_count);
+  const GpuDevice mine = b.gpu->inventory().at(size_t(device));
+  const std::string key = world.host + "|" + mine.uuid;
+  const auto all = all_gather_strings(world, key);
+  b.gpu_sharers = int(std::count(all.begin(), all.end(), key));
+  // Exclusive or prohibited compute mode lets one process at most use the GPU.
+  std::string sharing_problem;
+  if (b.gpu_sharers > 1 && mine.compute_mode != 0)
+    sharing_problem = "GPU " + std::to_string(device) + " (" + mine.uuid + ") on host " +
+                      world.host + " is in an exclusive compute mode, but " +
+                      std::to_string(b.gpu_sharers) + " ranks would share it";
+  if (!sharing_problem.empty()) sharing_problem += " (run one rank per GPU)";
+  agree_or_throw<EnvironmentError>(world, sharing_problem);
+  return device;
+}
+
+// NCCL refuses two ranks on one GPU: "auto" then takes MPI, an explicit nccl is an error.
+bool agree_on_nccl(const TrainConfig& cfg, const World& world, bool use_cuda, int device,
+                   Backends& b) {
+  std::string mine;
+  if (use_cuda && b.gpu_sharers > 1)
+    mine = "GPU " + std::to_string(device) + " on host " + world.host + " is shared by " +
+           std::to_string(b.gpu_sharers) + " local ranks";
+  const std::string first =
+      cfg.comm_backend == "mpi" || !use_cuda ? "" : first_problem(world, mine);
+  if (cfg.comm_backend == "nccl" && !first.empty())
+    throw UsageError("comm.backend=nccl: " + first +
+                     " (NCCL needs one GPU per rank; use comm.backend=mpi to share GPUs)");
+  const bool use_nccl =
+      cfg.comm_backend == "nccl" || (cfg.comm_backend == "auto" && use_cuda && first.empty());
+  if (cfg.comm_backend == "auto")
+    b.notes.push_back(use_nccl
+                          ? "comm.backend=auto chose nccl"
+                          : "comm.backend=auto chose mpi" +
+                                (use_cuda ? ": " + first : std::string(": compute is on the cpu")));
+  return use_nccl;
+}
+
+std::unique_ptr<Collective> make_collective(const TrainConfig& cfg, const World& world,
+                                            const Heartbeat& heartbeat, bool use_cuda,
+                                            bool use_nccl, Backends& b) {
+  const bool oversubscribed = world.local_size > int(online_cpus());
+  if (!use_nccl) {
+    auto mpi = make_mpi_collective(world, oversubscribed);
+    return use_cuda ? b.gpu->stage_through_host(std::move(mpi), *b.compute) : std::move(mpi);
+  }
+  // The watchdog's evidence: heartbeats of the ranks that are behind this one.
+  auto name_missing = [dir = heartbeat.dir(), rank = world.rank,
+                       size = world.size](const std::string& what) {
+    const auto all = Heartbeat::read_all(dir, size);
+    return write_abort_record(dir, what, all[rank], Heartbeat::behind(all, all[rank]));
+  };
+  const double deadline =
+      cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s : kWatchdogUntilWarmedUpS;
+  return b.gpu->make_nccl(world, *b.compute, deadline, name_missing);
+}
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", double(bytes) / double(1ull << 30));
+  return text;
+}
+
+}  // namespace
+
+Backends select_backends(const TrainConfig& cfg, const World& world, const Heartbeat& heartbeat) {
+  Backends b;
+  const bool use_cuda = agree_on_cuda(cfg, world, b);
+  const int device = use_cuda ? choose_device(world, b) : -1;
+  const bool use_nccl = agree_on_nccl(cfg, world, use_cuda, device, b);
+  if (!use_cuda && cfg.dtype != "fp32")
+    throw UsageError("model.dtype=" + cfg.dtype +
+                     " needs compute.backend=cuda; the cpu backend computes fp32");
+  if (use_cuda) {
+    b.compute = b.gpu->make_compute(device, cfg.dtype);
+  } else {
+    b.compute = make_cpu_backend();
+    b.gpu = nullptr;
+  }
+  b.comm = make_collective(cfg, world, heartbeat, use_cuda, use_nccl, b);
+  return b;
+}
+
+void check_memory(const World& world, const Backends& backends, const BackendConfig& bc,
+                  const TrainConfig& cfg) {
+  const ComputeBackend& backend = *backends.compute;
+  // Host-side batch staging (inputs and targets) lives outside the backend.
+  const uint64_t staging = 2 * sizeof(float) * uint64_t(bc.local_samples) * bc.seq * bc.hidden;
+  const bool on_gpu = backends.gpu != nullptr;
+  const uint64_t per_rank = backend.bytes_needed(bc) + (on_gpu ? 0 : staging);
+  const int sharers = on_gpu ? backends.gpu_sharers : world.local_size;
+  const uint64_t needed = per_rank * uint64_t(sharers);
+  const auto available = backend.memory_available();
+  std::string problem;
+  if (available && double(needed) > 0.9 * double(*available))
+    problem = "model too large for " + std::string(on_gpu ? "GPU memory" : "memory") + " on host " +
+              world.host + ": " + std::to_string(sharers) + " ranks x " + gib(per_rank) + " = " +
+              gib(needed) + " needed, " + gib(*available) +
+              " available (model.layers=" + std::to_string(cfg.model.layers) +
+              ", model.hidden=" + std::to_string(cfg.model.hidden) +
+              ", model.seq=" + std::to_string(cfg.model.seq) +
+              ", model.batch=" + std::to_string(cfg.model.global_batch) + ")";
+  agree_or_throw<UsageError>(world, problem);
+}
+
+}  // namespace tp

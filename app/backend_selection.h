@@ -1,0 +1,38 @@
+#pragma once
+// Which compute backend and which collective a run uses. Every rank takes the same decision: a
+// choice that holds on one host but not another (GPUs present, enough of them for NCCL) is agreed
+// over all ranks before anything is created.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_api.h"
+#include "kernels/compute_backend.h"
+#include "mpi/collective.h"
+#include "mpi/world.h"
+#include "train/heartbeat.h"
+#include "train/train_config.h"
+
+namespace tp {
+
+struct Backends {
+  std::unique_ptr<ComputeBackend> compute;
+  std::unique_ptr<Collective> comm;
+  std::vector<std::string> notes;  // why an "auto" choice went the way it did
+  const GpuApi* gpu = nullptr;     // set when the GPU library is loaded and a device is usable
+  int device_count = 0;
+  int gpu_sharers = 1;  // ranks of this host computing on this rank's GPU
+};
+
+// Throws UsageError or EnvironmentError (agreed on every rank) when the requested backends
+// cannot run here. The watchdog's evidence (heartbeats in `heartbeat`'s folder) names the ranks
+// an NCCL deadline waited for.
+Backends select_backends(const TrainConfig& config, const World& world, const Heartbeat& heartbeat);
+
+// Refuses, on every rank alike, a model that would not fit in the memory its ranks share: the
+// host's RAM for the CPU backend, a device's free memory for the CUDA backend.
+void check_memory(const World& world, const Backends& backends, const BackendConfig& backend,
+                  const TrainConfig& config);
+
+}  // namespace tp

@@ -1,0 +1,31 @@
+#pragma once
+// One way to run an MPI subcommand (train, prepare-data, and every later one): MPI start-up,
+// the world, logging, the exception-to-exit-code mapping (docs/report.md, "Exit codes"), and
+// finalisation.
+#include <functional>
+#include <string>
+
+#include "mpi/world.h"
+
+namespace tp {
+
+struct MpiCommand {
+  std::string name;  // "train", for messages
+  // MPI_THREAD_FUNNELED unless a thread of the command calls MPI itself.
+  int thread_level = 0;
+  // Why the command needs thread_level, and what to do when the library cannot give it.
+  std::string thread_level_reason;
+  std::string log_level = "info";
+  // Test only: this rank's pretend host name, from (real host, rank, size); empty keeps the host.
+  std::function<std::string(const std::string&, int, int)> host_for_rank;
+};
+
+// Runs `body` on every rank and returns the process exit code:
+// - what `body` returns (0 pass, 1 fail, 4 preempted);
+// - 2 for a UsageError and 3 for an EnvironmentError: errors every rank has agreed on
+//   (agree_or_throw in mpi/world.h), printed once by rank 0, and the job ends cleanly;
+// - any other exception is one rank's alone: it is printed with the rank and host, and
+//   MPI_Abort ends the job with 3, so no rank is left waiting in a collective.
+int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>& body);
+
+}  // namespace tp

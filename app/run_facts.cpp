@@ -1,0 +1,75 @@
+#include "app/run_facts.h"
+
+#include "app/context.h"
+#include "common/sysinfo.h"
+#include "mpi/gather.h"
+
+namespace tp {
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankInfo, rank, host, local_rank, device, cpu_affinity,
+                                   numa_nodes, gemm_rate_flops)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankLoad, bytes_read, samples_read, reader_busy_s, window_s,
+                                   host_ram_bytes, shards_read)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFacts, info, digest, load)
+
+namespace {
+
+RankLoad load_of(const DatasetBatchSource* loader, const World& world) {
+  RankLoad load;
+  if (!loader) return load;
+  const LoaderStats stats = loader->stats();
+  load.bytes_read = stats.bytes_read;
+  load.samples_read = stats.samples_read;
+  load.reader_busy_s = stats.reader_busy_s;
+  load.window_s = stats.last_read_s - stats.first_read_s;
+  // Each host's RAM once, for the 5x rule.
+  if (world.local_rank == 0) load.host_ram_bytes = meminfo_bytes("MemTotal").value_or(0);
+  for (int f : stats.shards_read) {
+    if (!load.shards_read.empty()) load.shards_read += ',';
+    load.shards_read += std::to_string(f);
+  }
+  return load;
+}
+
+HostGpuFacts gather_gpu_facts(const World& world, const Backends& backends) {
+  std::string mine;
+  if (world.local_rank == 0 && backends.gpu)
+    mine = nlohmann::json{{"gpus", gpu_inventory(backends.gpu->inventory(), world.host)},
+                          {"warnings", gpu_clock_warnings(gpu_clock_query_output(), world.host)}}
+               .dump();
+  HostGpuFacts facts;
+  for (const std::string& host : gather_strings_at_root(world, mine)) {
+    if (host.empty()) continue;
+    const nlohmann::json parsed = nlohmann::json::parse(host);
+    for (const auto& g : parsed["gpus"]) facts.gpus.push_back(g);
+    for (const auto& w : parsed["warnings"]) facts.warnings.push_back(w);
+  }
+  return facts;
+}
+
+}  // namespace
+
+RunFacts gather_run_facts(const World& world, const Backends& backends, const TrainResult& result,
+                          double gemm_rate, const DatasetBatchSource* loader) {
+  RankFacts mine;
+  mine.info = {world.rank,
+               world.host,
+               world.local_rank,
+               backends.compute->device(),
+               cpu_affinity_list(),
+               numa_nodes_of(cpu_affinity()),
+               gemm_rate};
+  mine.digest = result.digest.hex();
+  mine.load = load_of(loader, world);
+  RunFacts facts;
+  facts.ranks = gather_records_at_root(world, mine);
+  // Timings stay numbers: a long run has many steps per rank.
+  const size_t steps = result.measured.size();
+  const std::vector<double> all = gather_at_root(world, flatten(result.measured));
+  for (size_t r = 0; r < facts.ranks.size(); ++r)
+    facts.timings.push_back(unflatten(&all[r * steps * kStepTimingFields], steps));
+  facts.gpus = gather_gpu_facts(world, backends);
+  return facts;
+}
+
+}  // namespace tp

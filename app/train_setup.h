@@ -1,0 +1,42 @@
+#pragma once
+// The checks and resolutions `train` makes before it allocates anything: its output paths and
+// heartbeat folder, the dataset on storage (its index wins over the options), the faults
+// (random ones drawn), and the batch source the step loop reads. Each agrees across ranks, so
+// every rank stops alike with one message.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "data/batch_source.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "mpi/world.h"
+#include "train/heartbeat.h"
+#include "train/train_config.h"
+
+namespace tp {
+
+// Checks that the report's folder exists and is writable (rank 0), and creates this rank's
+// heartbeat file: in watchdog.dir, or trainproof-heartbeats/ beside the report.
+std::unique_ptr<Heartbeat> prepare_outputs(const TrainConfig& config,
+                                           const std::string& report_path, const World& world);
+
+// With data.dir: reads the dataset's index, refuses it when an explicitly given shape option
+// disagrees, and takes the dataset's shape (and, with train.epochs, the step count) into `config`.
+std::optional<DatasetSpec> reconcile_dataset(TrainConfig& config, const World& world);
+
+// Draws random faults (the same on every rank) and validates every fault against the run.
+void resolve_faults(TrainConfig& config, const World& world);
+
+// The step loop's source of samples: the loader over `dataset`, or the synthetic source.
+struct BatchSetup {
+  std::unique_ptr<BatchSource> source;
+  DatasetBatchSource* loader = nullptr;  // the source, when it reads a dataset
+  // The loader's position after a step, for each checkpoint's manifest (empty without a dataset).
+  std::function<nlohmann::json(int64_t step)> position;
+};
+BatchSetup make_batch_source(const TrainConfig& config, const std::optional<DatasetSpec>& dataset,
+                             BatchShare share, const World& world);
+
+}  // namespace tp

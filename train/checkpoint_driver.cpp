@@ -1,0 +1,145 @@
+#include "train/checkpoint_driver.h"
+
+#include <mpi.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/errors.h"
+#include "mpi/check.h"
+#include "train/preemption.h"
+
+namespace tp {
+
+CheckpointOptions checkpoint_options(const TrainConfig& config) {
+  CheckpointOptions o;
+  o.dir = config.checkpoint_dir;
+  o.keep = config.checkpoint_keep;
+  o.cold_read = config.checkpoint_cold_read;
+  o.layout = parse_layout(config.checkpoint_layout);
+  o.shard_optimizer = config.checkpoint_shard_optimizer;
+  o.test_unshared_rank = config.test.unshared_checkpoint_rank;
+  return o;
+}
+
+CheckpointDriver::CheckpointDriver(const TrainConfig& config, const World& world,
+                                   const AlignedClock& clock, FaultInjector& faults,
+                                   std::function<nlohmann::json(int64_t)> manifest_extra)
+    : config_(config),
+      world_(world),
+      clock_(clock),
+      store_(checkpoint_options(config), world, scenario_hash(config), clock),
+      writer_world_(world) {
+  folder_ = store_.preflight();
+  if (config.resume == "none" && world.rank == 0 && store_.newest_committed() > 0)
+    spdlog::warn(
+        "checkpoint.dir '{}' already holds checkpoints up to step {}; --resume none "
+        "starts fresh and replaces those it reaches",
+        config.checkpoint_dir, store_.newest_committed());
+  const auto fault_hook = [&faults](int64_t step, const char* point) {
+    faults.at_checkpoint(step, point);
+  };
+  store_.set_fault_hook(fault_hook);
+  store_.set_manifest_extra(manifest_extra);
+  if (config.checkpoint_async) {
+    mpiCheck(MPI_Comm_dup(world.comm, &writer_world_.comm));
+    writer_store_ = std::make_unique<CheckpointStore>(checkpoint_options(config), writer_world_,
+                                                      scenario_hash(config), clock);
+    writer_store_->set_fault_hook(fault_hook);
+    writer_store_->set_manifest_extra(manifest_extra);
+    writer_ = std::make_unique<AsyncCheckpointWriter>(*writer_store_);
+  }
+}
+
+CheckpointDriver::~CheckpointDriver() {
+  writer_.reset();
+  writer_store_.reset();
+  if (writer_world_.comm != world_.comm) MPI_Comm_free(&writer_world_.comm);
+}
+
+std::optional<CheckpointRestore> CheckpointDriver::restore(ComputeBackend& backend) {
+  if (config_.resume == "none") return std::nullopt;
+  // The restore decodes into buffers the model already has, as a framework loads a state into
+  // allocated parameters: allocating (and faulting in) the memory is set-up, not restore.
+  TrainingState state;
+  backend.export_state(state);
+  restored_ = store_.restore(state);
+  if (restored_) {
+    if (config_.test.skip_restore == "moment1")
+      std::fill(state.moment1.begin(), state.moment1.end(), 0.0f);
+    backend.import_state(state);
+    if (world_.rank == 0)
+      spdlog::info("restored {} (step {}, {:.3f} s)", restored_->folder, restored_->step,
+                   restored_->seconds);
+  } else if (config_.resume == "require") {
+    throw UsageError("--resume require: no valid checkpoint in checkpoint.dir '" +
+                     config_.checkpoint_dir + "'");
+  } else if (world_.rank == 0) {
+    spdlog::warn("--resume auto: no valid checkpoint in '{}'; STARTING FRESH from step 1",
+                 config_.checkpoint_dir);
+  }
+  return restored_;
+}
+
+// The stall is what training waits: the whole save when synchronous; when async, the wait for the
+// previous checkpoint plus the snapshot into host memory.
+void CheckpointDriver::take_checkpoint(int64_t step, ComputeBackend& backend) {
+  const double begin = clock_.local_now();
+  TrainingState state;
+  state.step = step;
+  if (writer_) {
+    writer_->wait();
+    backend.export_state(state);
+    writer_->submit(std::move(state));
+  } else {
+    backend.export_state(state);
+    saves_.push_back(store_.save(state));
+  }
+  stalls_.emplace_back(step, clock_.local_now() - begin);
+  last_checkpoint_ = step;
+}
+
+CheckpointHook CheckpointDriver::checkpoint_hook(ComputeBackend& backend) {
+  // Armed as the loop starts: before it, a signal ends the process as it would any program.
+  install_preemption_handlers();
+  return [this, &backend](int64_t step) {
+    if (config_.checkpoint_every == 0 || step % config_.checkpoint_every != 0) return false;
+    take_checkpoint(step, backend);
+    return true;
+  };
+}
+
+// The agreement costs one small allreduce per step.
+bool CheckpointDriver::stop_requested(int64_t step, ComputeBackend& backend) {
+  int signal = preemption_signal();
+  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &signal, 1, MPI_INT, MPI_MAX, world_.comm));
+  if (signal == 0) return false;
+  if (last_checkpoint_ != step) take_checkpoint(step, backend);
+  if (writer_) writer_->wait();
+  preempted_ = Preemption{signal, step};
+  if (world_.rank == 0)
+    spdlog::warn(
+        "{} received: stopped after step {} with its checkpoint committed; resume with "
+        "--resume auto",
+        signal_name(signal), step);
+  return true;
+}
+
+// The run is not over until its last checkpoint is committed.
+void CheckpointDriver::finish() {
+  if (writer_) {
+    const double begin = clock_.local_now();
+    writer_->wait();
+    final_wait_s_ = clock_.local_now() - begin;
+    saves_ = writer_->take_committed();
+    writer_.reset();
+    writer_store_.reset();
+    mpiCheck(MPI_Comm_free(&writer_world_.comm));
+    writer_world_.comm = world_.comm;
+  }
+  for (CheckpointSave& save : saves_)
+    for (const auto& [step, seconds] : stalls_)
+      if (save.step == step) save.stall_s = seconds;
+}
+
+}  // namespace tp
