@@ -17,9 +17,11 @@ namespace fs = std::filesystem;
 
 std::optional<int64_t> last_completed_step(const std::vector<HeartbeatRecord>& heartbeats) {
   std::optional<int64_t> last;
-  for (const HeartbeatRecord& h : heartbeats) {
-    if (!h.present || h.phase == "start") continue;
-    const int64_t completed = h.phase == "checkpoint" || h.phase == "done" ? h.step : h.step - 1;
+  for (const HeartbeatRecord& heartbeat : heartbeats) {
+    if (!heartbeat.present || heartbeat.phase == "start") continue;
+    const int64_t completed = heartbeat.phase == "checkpoint" || heartbeat.phase == "done"
+                                  ? heartbeat.step
+                                  : heartbeat.step - 1;
     last = last ? std::min(*last, completed) : completed;
   }
   return last;
@@ -90,9 +92,29 @@ std::vector<std::string> forwarded_options(const po::variables_map& options) {
   return words;
 }
 
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    return nullptr;
+  }
+}
+
+std::string last_lines(const std::string& path, size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  std::string tail;
+  for (size_t index = all.size() > lines ? all.size() - lines : 0; index < all.size(); ++index)
+    tail += all[index] + "\n";
+  return tail;
+}
+
 std::string shell_quote(const std::string& word) {
   std::string quoted = "'";
-  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  for (char letter : word) quoted += letter == '\'' ? std::string("'\\''") : std::string(1, letter);
   return quoted + "'";
 }
 

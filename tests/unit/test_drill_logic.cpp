@@ -12,12 +12,12 @@ namespace {
 namespace fs = std::filesystem;
 
 tp::HeartbeatRecord beat(int rank, int64_t step, const char* phase) {
-  tp::HeartbeatRecord h;
-  h.rank = rank;
-  h.step = step;
-  h.phase = phase;
-  h.present = true;
-  return h;
+  tp::HeartbeatRecord record;
+  record.rank = rank;
+  record.step = step;
+  record.phase = phase;
+  record.present = true;
+  return record;
 }
 
 TEST(DrillLogic, LastCompletedStepIsTheSlowestRanks) {
@@ -66,6 +66,23 @@ TEST_F(Folder, CorruptFlipsTruncatesOrDeletesTheNamedShard) {
   EXPECT_FALSE(fs::exists(file));
   EXPECT_THROW(tp::corrupt_checkpoint(folder, tp::parse_fault("corrupt:shard=3")),
                tp::RuntimeError);
+}
+
+TEST_F(Folder, EvidenceFilesThatAreMissingOrBrokenReadAsNull) {
+  std::ofstream(dir / "abort.json") << R"({"missing": [{"rank": 1}]})";
+  std::ofstream(dir / "torn.json") << R"({"missing": [{"ra)";
+  EXPECT_EQ(tp::read_json_file((dir / "abort.json").string())["missing"][0]["rank"], 1);
+  EXPECT_TRUE(tp::read_json_file((dir / "torn.json").string()).is_null());
+  EXPECT_TRUE(tp::read_json_file((dir / "absent.json").string()).is_null());
+}
+
+TEST_F(Folder, LastLinesOfALog) {
+  std::ofstream(dir / "output.log") << "one\ntwo\nthree\n";
+  const std::string log = (dir / "output.log").string();
+  EXPECT_EQ(tp::last_lines(log, 1), "three\n");
+  EXPECT_EQ(tp::last_lines(log, 2), "two\nthree\n");
+  EXPECT_EQ(tp::last_lines(log, 5), "one\ntwo\nthree\n");
+  EXPECT_EQ(tp::last_lines((dir / "absent.log").string(), 5), "");
 }
 
 TEST(DrillLogic, ForwardsOnlyOptionsThatDifferFromTheirDefaults) {
