@@ -27,16 +27,17 @@ trap 'rm -rf "$work"' EXIT
 bin=$build_dir/trainproof
 failed=0
 
-# tsan_run NAME ARGS...: trainproof on 2 ranks; fails on a non-zero exit or on any report, even
-# one from a rank whose exit status mpirun did not pass on.
+# tsan_run NAME EXIT ARGS...: trainproof on 2 ranks; fails on another exit status or on any
+# report, even one from a rank whose exit status mpirun did not pass on.
 tsan_run() {
-  local name=$1 rc=0
-  shift
+  local name=$1 want=$2 rc=0
+  shift 2
   echo "== tsan: $name"
-  scripts/mpirun.sh -np 2 -x TSAN_OPTIONS "$bin" "$@" --log.level=warn >"$work/$name.log" 2>&1 || rc=$?
-  if [ "$rc" -ne 0 ] || grep -q 'WARNING: ThreadSanitizer' "$work/$name.log"; then
-    cat "$work/$name.log"
-    echo "tsan: FAIL: $name (exit $rc, $(grep -c 'WARNING: ThreadSanitizer' "$work/$name.log") reports)"
+  local log=$work/$name.log
+  scripts/mpirun.sh -np 2 -x TSAN_OPTIONS "$bin" "$@" --log.level=warn >"$log" 2>&1 || rc=$?
+  if [ "$rc" -ne "$want" ] || grep -q 'WARNING: ThreadSanitizer' "$log"; then
+    cat "$log"
+    echo "tsan: FAIL: $name (exit $rc, $(grep -c 'WARNING: ThreadSanitizer' "$log") reports)"
     failed=1
   fi
 }
@@ -75,26 +76,31 @@ fi
 
 tiny=(--scenario scenarios/tiny.ini)
 shape=(--data.samples=256 --data.sample_bytes=4096 --data.files=4)
-threads=(--data.prefetch=2 --data.verify=true --checkpoint.async=true
-  --checkpoint.every=3)
+threads=(--data.prefetch=2 --data.verify=true --checkpoint.async=true --checkpoint.every=3)
 
-tsan_run prepare-raw prepare-data "${tiny[@]}" "${shape[@]}" --data.dir="$work/raw" \
+tsan_run prepare-raw 0 prepare-data "${tiny[@]}" "${shape[@]}" --data.dir="$work/raw" \
   --report "$work/prepare-raw.json"
-tsan_run prepare-hdf5 prepare-data "${tiny[@]}" "${shape[@]}" --data.format=hdf5 \
+tsan_run prepare-hdf5 0 prepare-data "${tiny[@]}" "${shape[@]}" --data.format=hdf5 \
   --data.dir="$work/hdf5" --report "$work/prepare-hdf5.json"
 # Each rank writes its own file from the writer thread while the step reduces gradients.
-tsan_run train-file-per-rank train "${tiny[@]}" "${threads[@]}" --data.dir="$work/raw" \
+tsan_run train-file-per-rank 0 train "${tiny[@]}" "${threads[@]}" --data.dir="$work/raw" \
   --data.readers=2 --checkpoint.dir="$work/ckpt-fpr" --train.steps=24 --report "$work/fpr.json"
 # A restore, then more async checkpoints from the restored loader position.
-tsan_run resume-file-per-rank train "${tiny[@]}" "${threads[@]}" --data.dir="$work/raw" \
-  --data.readers=2 --checkpoint.dir="$work/ckpt-fpr" --resume=require --train.steps=36 --report "$work/resume.json"
+tsan_run resume-file-per-rank 0 train "${tiny[@]}" "${threads[@]}" --data.dir="$work/raw" \
+  --data.readers=2 --checkpoint.dir="$work/ckpt-fpr" --resume=require --train.steps=36 \
+  --report "$work/resume.json"
 # Collective MPI-IO from the writer thread, HDF5 shards under the readers.
-tsan_run train-shared-file train "${tiny[@]}" "${threads[@]}" --data.dir="$work/hdf5" \
+tsan_run train-shared-file 0 train "${tiny[@]}" "${threads[@]}" --data.dir="$work/hdf5" \
   --data.readers=3 --checkpoint.layout=shared-file --checkpoint.dir="$work/ckpt-shared" \
   --train.steps=24 --report "$work/shared.json"
+# The watchdog's own thread acts: rank 1 hangs, and the watchdog aborts the job (exit 3) while
+# the other threads are mid-step or mid-checkpoint.
+tsan_run watchdog-fires 3 train "${tiny[@]}" "${threads[@]}" --data.dir="$work/raw" \
+  --data.readers=2 --checkpoint.dir="$work/ckpt-hang" --train.steps=24 \
+  --fault hang:rank=1,step=6 --watchdog.timeout_s=2 --report "$work/hang.json"
 
 if [ "$failed" -ne 0 ]; then
-  echo "tsan: FAIL (suppressions: tests/tsan.supp, for races whose ordering is inside a library)" >&2
+  echo "tsan: FAIL (tests/tsan.supp is for races whose ordering is inside a library)" >&2
   exit 1
 fi
 echo "tsan: no unsuppressed report"
