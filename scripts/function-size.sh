@@ -8,7 +8,10 @@ build_dir=${1:-${TRAINPROOF_BUILD_DIR:-build}}
 config=$PWD/.clang-tidy
 
 tidy=$(command -v clang-tidy || command -v clang-tidy-14 || true)
-[ -n "$tidy" ] || { echo "function-size: clang-tidy not found (scripts/setup.sh installs it)" >&2; exit 1; }
+if [ -z "$tidy" ]; then
+  echo "function-size: clang-tidy not found (scripts/setup.sh installs it)" >&2
+  exit 1
+fi
 [ -f "$build_dir/compile_commands.json" ] ||
   { echo "function-size: no $build_dir/compile_commands.json; build first" >&2; exit 1; }
 
@@ -32,8 +35,11 @@ make_function() {  # NAME LINES_BETWEEN_BRACES
 }
 make_function at_threshold "$threshold" >"$work/short.cpp"
 make_function over_threshold "$((threshold + 1))" >"$work/long.cpp"
-"$tidy" "${tidy_args[@]}" "$work/short.cpp" -- -std=c++20 >"$work/short.out" 2>&1 ||
-  { cat "$work/short.out" >&2; echo "function-size: self-test: a function at the threshold failed" >&2; exit 1; }
+if ! "$tidy" "${tidy_args[@]}" "$work/short.cpp" -- -std=c++20 >"$work/short.out" 2>&1; then
+  cat "$work/short.out" >&2
+  echo "function-size: self-test: a function at the threshold failed" >&2
+  exit 1
+fi
 if "$tidy" "${tidy_args[@]}" "$work/long.cpp" -- -std=c++20 >"$work/long.out" 2>&1 ||
   ! grep -q "function 'over_threshold' exceeds" "$work/long.out"; then
   cat "$work/long.out" >&2
@@ -41,13 +47,17 @@ if "$tidy" "${tidy_args[@]}" "$work/long.cpp" -- -std=c++20 >"$work/long.out" 2>
   exit 1
 fi
 
-mapfile -t files < <(git ls-files --cached --others --exclude-standard 'app/*.cpp')
+files=()
+while IFS= read -r f; do
+  if [ -f "$f" ]; then files+=("$f"); fi  # git lists files deleted in the working tree too
+done < <(git ls-files --cached --others --exclude-standard 'app/*.cpp')
 log_of() { echo "$work/${1//\//_}.log"; }
 # One clang-tidy per file, as many at once as there are CPUs, each into its own log so that the
 # reports do not interleave.
 for f in "${files[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
-  { "$tidy" "${tidy_args[@]}" -p "$build_dir" "$f" >"$(log_of "$f")" 2>&1 || touch "$work/failed"; } &
+  { "$tidy" "${tidy_args[@]}" -p "$build_dir" "$f" >"$(log_of "$f")" 2>&1 ||
+    touch "$work/failed"; } &
 done
 wait
 
@@ -55,7 +65,7 @@ for f in "${files[@]}"; do
   grep -E "error:|note: [0-9]+ lines|Error while" "$(log_of "$f")" || true
 done
 if [ -e "$work/failed" ]; then
-  echo "function-size: FAIL: functions over $threshold lines in app/ (or clang-tidy errors above)" >&2
+  echo "function-size: FAIL: functions over $threshold lines in app/, or clang-tidy errors" >&2
   exit 1
 fi
 echo "function-size: ${#files[@]} files in app/, no function over $threshold lines"

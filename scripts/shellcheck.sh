@@ -5,7 +5,10 @@
 # variables they read are not reported unused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v shellcheck >/dev/null || { echo "shellcheck: not installed (scripts/setup.sh installs it)" >&2; exit 1; }
+if ! command -v shellcheck >/dev/null; then
+  echo "shellcheck: not installed (scripts/setup.sh installs it)" >&2
+  exit 1
+fi
 
 scripts=()
 while IFS= read -r f; do
