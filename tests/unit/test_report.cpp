@@ -108,13 +108,8 @@ TEST(Report, WrongCollectiveFails) {
             std::string::npos);
 }
 
-// Golden output: the summary is a user interface; any change to it must be deliberate.
-// Regenerate with TRAINPROOF_UPDATE_GOLDEN=1.
-TEST(Report, SummaryMatchesGolden) {
-  expect_golden(tp::render_summary(tp::build_report(sample_run())), "summary.golden");
-}
-
-TEST(Report, SummaryWithCheckpointsMatchesGolden) {
+// Two async shared-file saves and a restore that set one damaged checkpoint aside.
+tp::RunRecord checkpoint_run() {
   tp::RunRecord run = sample_run();
   run.config.checkpoint_dir = "ckpt";
   run.config.checkpoint_every = 4;
@@ -138,11 +133,33 @@ TEST(Report, SummaryWithCheckpointsMatchesGolden) {
   restored.seconds = 0.25;
   restored.rejected = {"ckpt/step-00000008: ckpt/step-00000008/state.h5 has 10 bytes"};
   run.restored = restored;
+  return run;
+}
+
+// Golden output: the summary is a user interface; any change to it must be deliberate.
+// Regenerate with TRAINPROOF_UPDATE_GOLDEN=1.
+TEST(Report, SummaryMatchesGolden) {
+  expect_golden(tp::render_summary(tp::build_report(sample_run())), "summary.golden");
+}
+
+TEST(Report, SummaryWithCheckpointsMatchesGolden) {
+  const tp::RunRecord run = checkpoint_run();
   const json report = tp::build_report(run);
   EXPECT_EQ(report["checkpoint"]["layout"], "shared-file");
   EXPECT_NEAR(report["checkpoint"]["write_gbps"].get<double>(), 0.8, 1e-9);
   EXPECT_NEAR(report["checkpoint"]["restore_gbps"].get<double>(), 1.6, 1e-9);
   expect_golden(tp::render_summary(report), "summary-checkpoints.golden");
+}
+
+// The report is a contract (docs/report.md): any change to its JSON, key by key, must be
+// deliberate. Regenerate with TRAINPROOF_UPDATE_GOLDEN=1.
+TEST(Report, JsonMatchesGolden) {
+  expect_golden(tp::build_report(sample_run()).dump(2) + "\n", "report.golden.json");
+}
+
+TEST(Report, JsonWithCheckpointsMatchesGolden) {
+  expect_golden(tp::build_report(checkpoint_run()).dump(2) + "\n",
+                "report-checkpoints.golden.json");
 }
 
 }  // namespace
