@@ -127,105 +127,188 @@ json checkpoint_json(const RunRecord& run, const json& stall) {
   return c;
 }
 
-}  // namespace
-
-int exit_code_for(const std::string& verdict) {
-  return verdict == "FAIL" ? kExitFail : kExitPass;
+template <typename T>
+std::vector<T> flatten(const std::vector<std::vector<T>>& nested) {
+  std::vector<T> out;
+  for (const auto& inner : nested) out.insert(out.end(), inner.begin(), inner.end());
+  return out;
 }
 
-json build_report(const RunRecord& run) {
-  const TrainConfig& cfg = run.config;
-  const size_t world = run.ranks.size();
-  json report;
-  report["schema"] = kReportSchema;
-  report["verdict"] = "PASS";
-  report["context"] = run.context;
-
-  // Phase statistics over every rank and measured step.
-  std::vector<StepTiming> all;
-  for (const auto& rank : run.timings) all.insert(all.end(), rank.begin(), rank.end());
+// Phase statistics over every rank and measured step.
+json phases_json(const std::vector<StepTiming>& all) {
   json phases;
   for (const auto& [name, field] : kPhases)
     phases[name] = summary_json(summarize(column(all, field)));
+  return phases;
+}
 
-  // Straggler scores from each rank's typical compute time.
-  std::vector<double> compute_p50;
+// What the rank and node sections and the straggler checks all judge from.
+struct RankFigures {
+  std::vector<double> compute_p50;        // [rank]: its typical compute time
+  std::vector<double> scores;             // [rank]: straggler score of compute_p50
+  double typical_compute = 0;             // median over ranks of compute_p50
+  std::vector<std::vector<double>> skew;  // [rank][measured step]
+};
+
+RankFigures rank_figures(const RunRecord& run) {
+  RankFigures f;
   for (const auto& rank : run.timings)
-    compute_p50.push_back(median(column(rank, &StepTiming::compute)));
-  const std::vector<double> scores = straggler_scores(compute_p50);
-  const double typical_compute = median(compute_p50);
-  const auto skew = arrival_skew(run.timings);
-  std::vector<double> all_skew;
-  for (const auto& s : skew) all_skew.insert(all_skew.end(), s.begin(), s.end());
+    f.compute_p50.push_back(median(column(rank, &StepTiming::compute)));
+  f.scores = straggler_scores(f.compute_p50);
+  f.typical_compute = median(f.compute_p50);
+  f.skew = arrival_skew(run.timings);
+  return f;
+}
 
-  const double local_flops_per_sample = cfg.model.flops_per_sample();
-  json ranks = json::array();
+std::vector<int> stragglers_of(const RankFigures& f, size_t world) {
   std::vector<int> stragglers;
-  for (size_t r = 0; r < world; ++r) {
-    const RankInfo& info = run.ranks[r];
-    json p50;
-    for (const auto& [name, field] : kPhases) p50[name] = median(column(run.timings[r], field));
-    const BatchShare share = batch_share(cfg.model.global_batch, int(world), int(r));
-    const double compute_rate =
-        compute_p50[r] > 0 ? local_flops_per_sample * share.samples / compute_p50[r] : 0.0;
-    const bool flagged = scores[r] < kStragglerThreshold;
-    if (flagged) stragglers.push_back(int(r));
-    ranks.push_back(
-        {{"rank", info.rank},
-         {"host", info.host},
-         {"local_rank", info.local_rank},
-         {"device", info.device},
-         {"cpu_affinity", info.cpu_affinity},
-         {"numa_nodes", info.numa_nodes.empty() ? json(nullptr) : json(info.numa_nodes)},
-         {"samples_per_step", share.samples},
-         {"p50", p50},
-         {"straggler_score", scores[r]},
-         {"flagged", flagged},
-         {"arrival_skew",
-          {{"p50", median(skew[r])},
-           {"max", skew[r].empty() ? 0.0 : *std::max_element(skew[r].begin(), skew[r].end())}}},
-         {"gemm_rate_flops", info.gemm_rate_flops},
-         {"compute_flops", compute_rate},
-         {"digest", run.digests[r]}});
-  }
+  for (size_t r = 0; r < world; ++r)
+    if (f.scores[r] < kStragglerThreshold) stragglers.push_back(int(r));
+  return stragglers;
+}
 
-  // Nodes: a node is flagged when one of its ranks is, or when its typical compute is slow
-  // against the other nodes'.
-  std::vector<std::string> hosts;
+json rank_json(const RunRecord& run, const RankFigures& f, size_t r) {
+  const TrainConfig& cfg = run.config;
+  const RankInfo& info = run.ranks[r];
+  json p50;
+  for (const auto& [name, field] : kPhases) p50[name] = median(column(run.timings[r], field));
+  const BatchShare share = batch_share(cfg.model.global_batch, int(run.ranks.size()), int(r));
+  const double compute_rate =
+      f.compute_p50[r] > 0 ? cfg.model.flops_per_sample() * share.samples / f.compute_p50[r] : 0.0;
+  const std::vector<double>& skew = f.skew[r];
+  return {{"rank", info.rank},
+          {"host", info.host},
+          {"local_rank", info.local_rank},
+          {"device", info.device},
+          {"cpu_affinity", info.cpu_affinity},
+          {"numa_nodes", info.numa_nodes.empty() ? json(nullptr) : json(info.numa_nodes)},
+          {"samples_per_step", share.samples},
+          {"p50", p50},
+          {"straggler_score", f.scores[r]},
+          {"flagged", f.scores[r] < kStragglerThreshold},
+          {"arrival_skew",
+           {{"p50", median(skew)},
+            {"max", skew.empty() ? 0.0 : *std::max_element(skew.begin(), skew.end())}}},
+          {"gemm_rate_flops", info.gemm_rate_flops},
+          {"compute_flops", compute_rate},
+          {"digest", run.digests[r]}};
+}
+
+json ranks_json(const RunRecord& run, const RankFigures& f) {
+  json ranks = json::array();
+  for (size_t r = 0; r < run.ranks.size(); ++r) ranks.push_back(rank_json(run, f, r));
+  return ranks;
+}
+
+// The hosts in order of their first rank, and each host's ranks.
+struct Hosts {
+  std::vector<std::string> names;
   std::map<std::string, std::vector<int>> ranks_of;
-  for (const auto& info : run.ranks) {
-    if (!ranks_of.count(info.host)) hosts.push_back(info.host);
-    ranks_of[info.host].push_back(info.rank);
+};
+
+Hosts hosts_of(const std::vector<RankInfo>& ranks) {
+  Hosts hosts;
+  for (const auto& info : ranks) {
+    if (!hosts.ranks_of.count(info.host)) hosts.names.push_back(info.host);
+    hosts.ranks_of[info.host].push_back(info.rank);
   }
+  return hosts;
+}
+
+struct NodeSection {
+  json nodes = json::array();
+  std::vector<std::string> flagged;  // hosts, in order
+};
+
+// A node is flagged when one of its ranks is, or when its typical compute is slow against the
+// other nodes'.
+NodeSection node_section(const RunRecord& run, const RankFigures& f) {
+  Hosts hosts = hosts_of(run.ranks);
   std::vector<double> node_compute;
-  for (const auto& h : hosts) {
+  for (const auto& h : hosts.names) {
     std::vector<double> mine;
-    for (int r : ranks_of[h]) mine.push_back(compute_p50[r]);
+    for (int r : hosts.ranks_of[h]) mine.push_back(f.compute_p50[r]);
     node_compute.push_back(median(mine));
   }
   const std::vector<double> node_scores = straggler_scores(node_compute);
-  json nodes = json::array();
-  std::vector<std::string> flagged_nodes;
-  for (size_t n = 0; n < hosts.size(); ++n) {
+  NodeSection section;
+  for (size_t n = 0; n < hosts.names.size(); ++n) {
+    const std::vector<int>& ranks = hosts.ranks_of[hosts.names[n]];
     json reasons = json::array();
-    for (int r : ranks_of[hosts[n]])
-      if (scores[r] < kStragglerThreshold)
+    for (int r : ranks)
+      if (f.scores[r] < kStragglerThreshold)
         reasons.push_back("rank " + std::to_string(r) + " is a straggler: compute p50 " +
-                          ms(compute_p50[r]) + " against a median of " + ms(typical_compute) +
-                          " (score " + fixed2(scores[r]) + ")");
+                          ms(f.compute_p50[r]) + " against a median of " + ms(f.typical_compute) +
+                          " (score " + fixed2(f.scores[r]) + ")");
     if (node_scores[n] < kStragglerThreshold)
       reasons.push_back("node compute p50 " + ms(node_compute[n]) + " against a node median of " +
                         ms(median(node_compute)) + " (score " + fixed2(node_scores[n]) + ")");
-    if (!reasons.empty()) flagged_nodes.push_back(hosts[n]);
-    nodes.push_back({{"host", hosts[n]},
-                     {"ranks", ranks_of[hosts[n]]},
-                     {"compute_p50", node_compute[n]},
-                     {"straggler_score", node_scores[n]},
-                     {"flagged", !reasons.empty()},
-                     {"reasons", reasons}});
+    if (!reasons.empty()) section.flagged.push_back(hosts.names[n]);
+    section.nodes.push_back({{"host", hosts.names[n]},
+                             {"ranks", ranks},
+                             {"compute_p50", node_compute[n]},
+                             {"straggler_score", node_scores[n]},
+                             {"flagged", !reasons.empty()},
+                             {"reasons", reasons}});
   }
+  return section;
+}
 
-  // Throughput: a step ends when its slowest rank ends.
+// Every replica must hold the same state: the digest most ranks hold, and the ranks that differ.
+struct DigestVote {
+  std::string majority;
+  int majority_count = 0;
+  std::vector<int> diverged;
+};
+
+DigestVote vote_on(const std::vector<std::string>& digests) {
+  std::map<std::string, int> votes;
+  for (const auto& d : digests) ++votes[d];
+  DigestVote vote;
+  vote.majority = digests.empty() ? "" : digests[0];
+  for (const auto& [digest, count] : votes)
+    if (count > votes[vote.majority]) vote.majority = digest;
+  vote.majority_count = votes[vote.majority];
+  for (size_t r = 0; r < digests.size(); ++r)
+    if (digests[r] != vote.majority) vote.diverged.push_back(int(r));
+  return vote;
+}
+
+json model_json(const TrainConfig& cfg) {
+  return {{"layers", cfg.model.layers},
+          {"hidden", cfg.model.hidden},
+          {"seq", cfg.model.seq},
+          {"global_batch", cfg.model.global_batch},
+          {"parameters", cfg.model.parameters()},
+          {"dtype", cfg.dtype},
+          {"flops_per_step", cfg.model.flops_per_step()}};
+}
+
+json timing_json(const RunRecord& run) {
+  return {{"clock", "steady_clock"},
+          {"overlap", run.config.overlap},
+          {"comm", run.comm_timing_method},
+          {"comm_exposed", "wait after compute finished until every bucket is reduced"},
+          {"arrival",
+           "entry into the step's first collective, on a clock aligned to "
+           "rank 0 (Cristian ping-pong)"}};
+}
+
+// Where the run stopped and what it restored from.
+void add_run_extent(json& train, const RunRecord& run) {
+  const int64_t first_step = run.restored ? run.restored->step + 1 : 1;
+  train["steps_completed"] = first_step - 1 + run.steps_run;
+  train["steps_run"] = run.steps_run;
+  train["first_step_end_unix"] = run.first_step_end_unix;
+  train["restored_step"] = run.restored ? json(run.restored->step) : json(nullptr);
+  train["preempted"] =
+      run.preempted ? json{{"signal", run.preempted->first}, {"after_step", run.preempted->second}}
+                    : json(nullptr);
+}
+
+// Throughput: a step ends when its slowest rank ends.
+void add_throughput(json& train, const RunRecord& run, const std::vector<StepTiming>& all) {
+  const TrainConfig& cfg = run.config;
   const size_t steps = run.timings.empty() ? 0 : run.timings[0].size();
   double wall = 0, compute_sum = 0, step_sum = 0;
   for (size_t i = 0; i < steps; ++i) {
@@ -241,96 +324,109 @@ json build_report(const RunRecord& run) {
   const double achieved = mean_step > 0 ? cfg.model.flops_per_step() / mean_step : 0.0;
   double gemm_rate = 0;
   for (const auto& info : run.ranks) gemm_rate += info.gemm_rate_flops;
-
-  // Correctness: every replica must hold the same state.
-  std::map<std::string, int> votes;
-  for (const auto& d : run.digests) ++votes[d];
-  std::string majority = run.digests.empty() ? "" : run.digests[0];
-  for (const auto& [digest, count] : votes)
-    if (count > votes[majority]) majority = digest;
-  std::vector<int> diverged;
-  for (size_t r = 0; r < run.digests.size(); ++r)
-    if (run.digests[r] != majority) diverged.push_back(int(r));
-
-  json train;
-  const int64_t first_step = run.restored ? run.restored->step + 1 : 1;
-  train["steps_completed"] = first_step - 1 + run.steps_run;
-  train["steps_run"] = run.steps_run;
-  train["first_step_end_unix"] = run.first_step_end_unix;
-  train["restored_step"] = run.restored ? json(run.restored->step) : json(nullptr);
-  train["preempted"] =
-      run.preempted ? json{{"signal", run.preempted->first}, {"after_step", run.preempted->second}}
-                    : json(nullptr);
-  train["final_digest"] = majority;
-  train["warmup_steps"] = cfg.warmup_steps;
-  train["measured_steps"] = steps;
-  train["model"] = {{"layers", cfg.model.layers},
-                    {"hidden", cfg.model.hidden},
-                    {"seq", cfg.model.seq},
-                    {"global_batch", cfg.model.global_batch},
-                    {"parameters", cfg.model.parameters()},
-                    {"dtype", cfg.dtype},
-                    {"flops_per_step", cfg.model.flops_per_step()}};
-  train["phases"] = phases;
-  train["timing"] = {{"clock", "steady_clock"},
-                     {"overlap", cfg.overlap},
-                     {"comm", run.comm_timing_method},
-                     {"comm_exposed", "wait after compute finished until every bucket is reduced"},
-                     {"arrival",
-                      "entry into the step's first collective, on a clock aligned to "
-                      "rank 0 (Cristian ping-pong)"}};
-  train["arrival_skew"] = summary_json(summarize(all_skew));
   train["au"] = step_sum > 0 ? compute_sum / step_sum : 0.0;
   train["samples_per_s"] = mean_step > 0 ? double(cfg.model.global_batch) / mean_step : 0.0;
   train["tokens_per_s"] = mean_step > 0 ? double(cfg.model.tokens_per_step()) / mean_step : 0.0;
   train["achieved_flops"] = achieved;
   train["gemm_rate_flops"] = gemm_rate;
   train["achieved_vs_gemm_rate"] = gemm_rate > 0 ? achieved / gemm_rate : 0.0;
+}
 
-  json checks = json::array();
-  checks.push_back(check(
-      "replica_digest", diverged.size(), 0, diverged.empty() ? "pass" : "fail",
-      diverged.empty() ? "all " + std::to_string(world) + " ranks hold the same state " + majority
-                       : "ranks " + join_ranks(diverged) + " hold a state that differs from the " +
-                             std::to_string(votes[majority]) + " ranks at " + majority));
-  const CollectiveCheck& cc = run.collective;
-  checks.push_back(check(
+json train_json(const RunRecord& run, const std::vector<StepTiming>& all, const json& phases,
+                const RankFigures& f, const std::string& final_digest) {
+  json train;
+  add_run_extent(train, run);
+  train["final_digest"] = final_digest;
+  train["warmup_steps"] = run.config.warmup_steps;
+  train["measured_steps"] = run.timings.empty() ? 0 : run.timings[0].size();
+  train["model"] = model_json(run.config);
+  train["phases"] = phases;
+  train["timing"] = timing_json(run);
+  train["arrival_skew"] = summary_json(summarize(flatten(f.skew)));
+  add_throughput(train, run, all);
+  return train;
+}
+
+json replica_digest_check(const DigestVote& vote, size_t world) {
+  const bool same = vote.diverged.empty();
+  return check("replica_digest", vote.diverged.size(), 0, same ? "pass" : "fail",
+               same
+                   ? "all " + std::to_string(world) + " ranks hold the same state " + vote.majority
+                   : "ranks " + join_ranks(vote.diverged) + " hold a state that differs from the " +
+                         std::to_string(vote.majority_count) + " ranks at " + vote.majority);
+}
+
+json collective_correctness_check(const CollectiveCheck& cc) {
+  return check(
       "collective_correctness", cc.wrong_elements, 0, cc.wrong_elements == 0 ? "pass" : "fail",
       cc.wrong_elements == 0
           ? "allreduce of " + std::to_string(cc.checked_elements) + " known values was exact"
           : std::to_string(cc.wrong_elements) + " of " + std::to_string(cc.checked_elements) +
                 " allreduce results were wrong, first seen on rank " +
-                std::to_string(cc.first_wrong_rank)));
-  const double worst = scores.empty() ? 1.0 : *std::min_element(scores.begin(), scores.end());
-  checks.push_back(
-      check("straggler_score", worst, kStragglerThreshold, stragglers.empty() ? "pass" : "warn",
-            stragglers.empty() ? "no rank computes more slowly than 1/0.8 of the median"
-                               : "stragglers: ranks " + join_ranks(stragglers)));
+                std::to_string(cc.first_wrong_rank));
+}
+
+json straggler_check(const RankFigures& f, const std::vector<int>& stragglers) {
+  const double worst = f.scores.empty() ? 1.0 : *std::min_element(f.scores.begin(), f.scores.end());
+  return check("straggler_score", worst, kStragglerThreshold, stragglers.empty() ? "pass" : "warn",
+               stragglers.empty() ? "no rank computes more slowly than 1/0.8 of the median"
+                                  : "stragglers: ranks " + join_ranks(stragglers));
+}
+
+json flagged_nodes_check(const std::vector<std::string>& flagged_nodes) {
   std::string node_list;
   for (const auto& h : flagged_nodes) node_list += (node_list.empty() ? "" : ", ") + h;
-  checks.push_back(check("flagged_nodes", flagged_nodes.size(), 0,
-                         flagged_nodes.empty() ? "pass" : "warn",
-                         flagged_nodes.empty() ? "no node flagged" : "flagged: " + node_list));
+  return check("flagged_nodes", flagged_nodes.size(), 0, flagged_nodes.empty() ? "pass" : "warn",
+               flagged_nodes.empty() ? "no node flagged" : "flagged: " + node_list);
+}
 
+// FAIL when any check fails, else WARN when any warns.
+std::string verdict_of(const json& checks) {
   std::string verdict = "PASS";
   for (const auto& c : checks) {
     if (c["status"] == "fail") verdict = "FAIL";
     if (c["status"] == "warn" && verdict == "PASS") verdict = "WARN";
   }
-  report["verdict"] = verdict;
-  report["ranks"] = ranks;
-  report["nodes"] = nodes;
-  report["train"] = train;
+  return verdict;
+}
+
+void add_data_section(json& report, const RunRecord& run, const json& stall) {
+  report["data"] = data_json(run.config, *run.data);
+  report["data"]["stall"] = stall;  // the step's wait for its batch
+  for (const char* key : {"page_cache_warning", "cpu_warning"})
+    if (const std::string w = report["data"][key]; !w.empty())
+      report["context"]["warnings"].push_back(w);
+}
+
+}  // namespace
+
+int exit_code_for(const std::string& verdict) {
+  return verdict == "FAIL" ? kExitFail : kExitPass;
+}
+
+json build_report(const RunRecord& run) {
+  const std::vector<StepTiming> all = flatten(run.timings);
+  const json phases = phases_json(all);
+  const RankFigures figures = rank_figures(run);
+  const NodeSection nodes = node_section(run, figures);
+  const DigestVote vote = vote_on(run.digests);
+
+  const json checks = json::array(
+      {replica_digest_check(vote, run.ranks.size()), collective_correctness_check(run.collective),
+       straggler_check(figures, stragglers_of(figures, run.ranks.size())),
+       flagged_nodes_check(nodes.flagged)});
+
+  json report;
+  report["schema"] = kReportSchema;
+  report["verdict"] = verdict_of(checks);
+  report["context"] = run.context;
+  report["ranks"] = ranks_json(run, figures);
+  report["nodes"] = nodes.nodes;
+  report["train"] = train_json(run, all, phases, figures, vote.majority);
   report["gate"] = {{"checks", checks}};
-  if (!cfg.checkpoint_dir.empty())
+  if (!run.config.checkpoint_dir.empty())
     report["checkpoint"] = checkpoint_json(run, phases["checkpoint"]);
-  if (run.data) {
-    report["data"] = data_json(cfg, *run.data);
-    report["data"]["stall"] = phases["data"];  // the step's wait for its batch
-    for (const char* key : {"page_cache_warning", "cpu_warning"})
-      if (const std::string w = report["data"][key]; !w.empty())
-        report["context"]["warnings"].push_back(w);
-  }
+  if (run.data) add_data_section(report, run, phases["data"]);
   return report;
 }
 
