@@ -61,15 +61,10 @@ std::string checkpoint_lines(const json& c) {
   return out;
 }
 
-}  // namespace
-
-std::string render_summary(const json& report, size_t slowest_ranks_shown) {
-  const json& ctx = report.at("context");
-  const json& train = report.at("train");
+std::string header_lines(const json& ctx, const json& train) {
   const json& model = train.at("model");
-  std::string out;
   const size_t hosts = ctx.at("hosts").size();
-  out += format(
+  std::string out = format(
       "trainproof %s: %d ranks on %zu host%s, %lld steps (%lld warm-up), compute %s, "
       "comm %s%s\n",
       ctx.at("tool").at("version").get<std::string>().c_str(), ctx.at("world_size").get<int>(),
@@ -82,23 +77,26 @@ std::string render_summary(const json& report, size_t slowest_ranks_shown) {
                 model.at("layers").get<int>(), model.at("hidden").get<int>(),
                 model.at("seq").get<int>(), model.at("global_batch").get<long long>(),
                 si(model.at("parameters").get<double>(), "").c_str());
+  return out;
+}
 
-  out +=
+std::string ms_row(const char* name, const json& s) {
+  return format("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", name, s.at("min").get<double>() * 1e3,
+                s.at("p50").get<double>() * 1e3, s.at("p99").get<double>() * 1e3,
+                s.at("max").get<double>() * 1e3, s.at("mean").get<double>() * 1e3);
+}
+
+std::string phase_table(const json& train) {
+  std::string out =
       format("%-14s %10s %10s %10s %10s %10s\n", "phase (ms)", "min", "p50", "p99", "max", "mean");
   for (const char* phase :
-       {"data", "compute", "comm", "comm_exposed", "optimizer", "checkpoint", "step"}) {
-    const json& s = train.at("phases").at(phase);
-    out +=
-        format("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", phase, s.at("min").get<double>() * 1e3,
-               s.at("p50").get<double>() * 1e3, s.at("p99").get<double>() * 1e3,
-               s.at("max").get<double>() * 1e3, s.at("mean").get<double>() * 1e3);
-  }
-  const json& skew = train.at("arrival_skew");
-  out += format("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", "arrival_skew",
-                skew.at("min").get<double>() * 1e3, skew.at("p50").get<double>() * 1e3,
-                skew.at("p99").get<double>() * 1e3, skew.at("max").get<double>() * 1e3,
-                skew.at("mean").get<double>() * 1e3);
-  out += format(
+       {"data", "compute", "comm", "comm_exposed", "optimizer", "checkpoint", "step"})
+    out += ms_row(phase, train.at("phases").at(phase));
+  return out + ms_row("arrival_skew", train.at("arrival_skew"));
+}
+
+std::string throughput_line(const json& train) {
+  return format(
       "\nAU %.3f | %s samples/s | %s tokens/s | achieved %s (%.0f%% of the GEMM-alone "
       "rate %s)\n",
       train.at("au").get<double>(), si(train.at("samples_per_s").get<double>(), "").c_str(),
@@ -106,31 +104,32 @@ std::string render_summary(const json& report, size_t slowest_ranks_shown) {
       si(train.at("achieved_flops").get<double>(), "FLOP/s").c_str(),
       100.0 * train.at("achieved_vs_gemm_rate").get<double>(),
       si(train.at("gemm_rate_flops").get<double>(), "FLOP/s").c_str());
+}
 
-  if (report.contains("data")) {
-    const json& d = report.at("data");
-    out += format(
-        "\ndata (%s, %d files, %d readers, prefetch %d%s): %s read at %s/s (ranks %s/s to %s/s), "
-        "%s samples/s; stall p50 %.3f ms\n",
-        d.at("format").get<std::string>().c_str(), d.at("files").get<int>(),
-        d.at("readers").get<int>(), d.at("prefetch").get<int>(),
-        d.value("verify", false) ? ", verified" : "",
-        si(d.at("bytes_read").get<double>(), "B").c_str(),
-        si(d.at("read_gbps").get<double>() * 1e9, "B").c_str(),
-        si(d.at("rank_read_gbps").at("min").get<double>() * 1e9, "B").c_str(),
-        si(d.at("rank_read_gbps").at("max").get<double>() * 1e9, "B").c_str(),
-        si(d.at("samples_per_s").get<double>(), "").c_str(),
-        d.at("stall").at("p50").get<double>() * 1e3);
-  }
-  if (report.contains("checkpoint")) out += checkpoint_lines(report.at("checkpoint"));
+std::string data_line(const json& d) {
+  return format(
+      "\ndata (%s, %d files, %d readers, prefetch %d%s): %s read at %s/s (ranks %s/s to %s/s), "
+      "%s samples/s; stall p50 %.3f ms\n",
+      d.at("format").get<std::string>().c_str(), d.at("files").get<int>(),
+      d.at("readers").get<int>(), d.at("prefetch").get<int>(),
+      d.value("verify", false) ? ", verified" : "",
+      si(d.at("bytes_read").get<double>(), "B").c_str(),
+      si(d.at("read_gbps").get<double>() * 1e9, "B").c_str(),
+      si(d.at("rank_read_gbps").at("min").get<double>() * 1e9, "B").c_str(),
+      si(d.at("rank_read_gbps").at("max").get<double>() * 1e9, "B").c_str(),
+      si(d.at("samples_per_s").get<double>(), "").c_str(),
+      d.at("stall").at("p50").get<double>() * 1e3);
+}
 
+// The lowest straggler scores first; ties keep rank order.
+std::string slowest_ranks(const json& report, size_t shown) {
   std::vector<json> ranks(report.at("ranks").begin(), report.at("ranks").end());
   std::stable_sort(ranks.begin(), ranks.end(), [](const json& a, const json& b) {
     return a.at("straggler_score").get<double>() < b.at("straggler_score").get<double>();
   });
-  out += format("\nslowest ranks %-20s %12s %12s %10s %12s\n", "(host)", "compute p50", "step p50",
-                "score", "skew p50");
-  for (size_t i = 0; i < std::min(slowest_ranks_shown, ranks.size()); ++i) {
+  std::string out = format("\nslowest ranks %-20s %12s %12s %10s %12s\n", "(host)", "compute p50",
+                           "step p50", "score", "skew p50");
+  for (size_t i = 0; i < std::min(shown, ranks.size()); ++i) {
     const json& r = ranks[i];
     out += format("  rank %-5d %-22s %9.3f ms %9.3f ms %10.2f %9.3f ms%s\n",
                   r.at("rank").get<int>(), r.at("host").get<std::string>().c_str(),
@@ -139,29 +138,53 @@ std::string render_summary(const json& report, size_t slowest_ranks_shown) {
                   r.at("arrival_skew").at("p50").get<double>() * 1e3,
                   r.at("flagged").get<bool>() ? "  FLAGGED" : "");
   }
+  return out;
+}
 
-  out += "\nflagged nodes:";
+std::string flagged_nodes(const json& nodes) {
+  std::string out = "\nflagged nodes:";
   bool any = false;
-  for (const json& n : report.at("nodes")) {
+  for (const json& n : nodes) {
     if (!n.at("flagged").get<bool>()) continue;
     any = true;
     out += "\n  " + n.at("host").get<std::string>() + ":";
     for (const json& reason : n.at("reasons")) out += "\n    - " + reason.get<std::string>();
   }
-  out += any ? "\n" : " none\n";
+  return out + (any ? "\n" : " none\n");
+}
 
-  if (!ctx.at("warnings").empty()) {
-    out += "\nwarnings:\n";
-    for (const json& w : ctx.at("warnings")) out += "  - " + w.get<std::string>() + "\n";
-  }
+std::string warning_lines(const json& warnings) {
+  if (warnings.empty()) return "";
+  std::string out = "\nwarnings:\n";
+  for (const json& w : warnings) out += "  - " + w.get<std::string>() + "\n";
+  return out;
+}
 
-  out += "\nchecks:\n";
-  for (const json& c : report.at("gate").at("checks")) {
+std::string check_lines(const json& checks) {
+  std::string out = "\nchecks:\n";
+  for (const json& c : checks) {
     std::string status = c.at("status").get<std::string>();
     std::transform(status.begin(), status.end(), status.begin(), ::toupper);
     out += format("  %-5s %-24s %s\n", status.c_str(), c.at("name").get<std::string>().c_str(),
                   c.at("reason").get<std::string>().c_str());
   }
+  return out;
+}
+
+}  // namespace
+
+std::string render_summary(const json& report, size_t slowest_ranks_shown) {
+  const json& ctx = report.at("context");
+  const json& train = report.at("train");
+  std::string out = header_lines(ctx, train);
+  out += phase_table(train);
+  out += throughput_line(train);
+  if (report.contains("data")) out += data_line(report.at("data"));
+  if (report.contains("checkpoint")) out += checkpoint_lines(report.at("checkpoint"));
+  out += slowest_ranks(report, slowest_ranks_shown);
+  out += flagged_nodes(report.at("nodes"));
+  out += warning_lines(ctx.at("warnings"));
+  out += check_lines(report.at("gate").at("checks"));
   out += "\nfinal digest: " + train.at("final_digest").get<std::string>() + "\n";
   out += "verdict: " + report.at("verdict").get<std::string>() + "\n";
   return out;
