@@ -1,0 +1,253 @@
+#include "app/cli_options.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/faults.h"
+
+namespace tp {
+namespace {
+
+namespace po = boost::program_options;
+
+po::options_description general_options() {
+  po::options_description group("General");
+  // clang-format off
+  group.add_options()
+      ("help,h", "show this help and exit")
+      ("version", "print the version and exit")
+      ("scenario", po::value<std::string>()->value_name("FILE"),
+       "INI file of options ([section] name = value); the command line wins over it")
+      ("report", po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
+       "where rank 0 writes the JSON report")
+      ("log.level", po::value<std::string>()->default_value("info"),
+       "trace, debug, info, warn, error");
+  // clang-format on
+  return group;
+}
+
+po::options_description model_options() {
+  po::options_description group("Model (decides the state; part of the scenario hash)");
+  // clang-format off
+  group.add_options()
+      ("model.layers", po::value<int64_t>()->default_value(4), "square linear layers")
+      ("model.hidden", po::value<int64_t>()->default_value(256), "layer width")
+      ("model.params", po::value<int64_t>()->default_value(0),
+       "parameter budget; when > 0 the width is derived from it (give this or model.hidden)")
+      ("model.seq", po::value<int64_t>()->default_value(64), "tokens per sample")
+      ("model.batch", po::value<int64_t>()->default_value(32),
+       "GLOBAL batch in samples, split over the ranks")
+      ("model.dtype", po::value<std::string>()->default_value("fp32"),
+       "GEMM element type: fp32, bf16 or fp16 (16-bit inputs accumulate in fp32; cuda only)");
+  // clang-format on
+  return group;
+}
+
+po::options_description train_options() {
+  po::options_description group("Training");
+  // clang-format off
+  group.add_options()
+      ("train.steps", po::value<int64_t>()->default_value(50), "steps to run")
+      ("train.epochs", po::value<double>()->default_value(0.0),
+       "with data.dir: run this many passes over the dataset instead of train.steps (one epoch "
+       "reads every sample exactly once)")
+      ("train.warmup_steps", po::value<int64_t>()->default_value(5),
+       "first steps left out of every statistic")
+      ("train.seed", po::value<uint64_t>()->default_value(1234), "seed of init and synthetic data")
+      ("train.optimizer", po::value<std::string>()->default_value("sgd-momentum"),
+       "sgd-momentum or adam")
+      ("train.lr", po::value<double>()->default_value(0.01), "learning rate")
+      ("train.momentum", po::value<double>()->default_value(0.9), "sgd-momentum coefficient")
+      ("train.adam_beta1", po::value<double>()->default_value(0.9), "adam first-moment decay")
+      ("train.adam_beta2", po::value<double>()->default_value(0.999), "adam second-moment decay")
+      ("train.adam_eps", po::value<double>()->default_value(1e-8), "adam epsilon")
+      ("train.log_every", po::value<int64_t>()->default_value(0),
+       "progress line every N steps on rank 0; 0 means about ten per run");
+  // clang-format on
+  return group;
+}
+
+po::options_description compute_options() {
+  po::options_description group("Compute");
+  // clang-format off
+  group.add_options()
+      ("compute.backend", po::value<std::string>()->default_value("auto"),
+       "cpu (OpenBLAS, one thread per rank), cuda, or auto (cuda when usable, else cpu)");
+  // clang-format on
+  return group;
+}
+
+po::options_description comm_options() {
+  po::options_description group("Communication");
+  // clang-format off
+  group.add_options()
+      ("comm.backend", po::value<std::string>()->default_value("auto"),
+       "mpi (MPI_Allreduce on host buffers), nccl, or auto (nccl when usable, else mpi)")
+      ("comm.bucket_mb", po::value<double>()->default_value(25.0),
+       "gradient bucket size in MiB; a bucket is reduced as soon as its layers are done")
+      ("comm.overlap", po::value<bool>()->default_value(true),
+       "true: non-blocking reductions overlap the remaining backward; false: blocking after it");
+  // clang-format on
+  return group;
+}
+
+po::options_description checkpoint_options() {
+  po::options_description group("Checkpoints");
+  // clang-format off
+  group.add_options()
+      ("resume", po::value<std::string>()->default_value("none"),
+       "none: start fresh; auto: restore the newest valid checkpoint in checkpoint.dir, or start "
+       "fresh (loudly) when there is none; require: like auto, but no valid checkpoint is an error")
+      ("checkpoint.dir", po::value<std::string>()->default_value(""),
+       "folder of step-NNNNNNNN/ checkpoints (HDF5 files and MANIFEST.json); empty: no checkpoints")
+      ("checkpoint.layout", po::value<std::string>()->default_value("file-per-rank"),
+       "file-per-rank: every rank writes its own HDF5 file; shared-file: one HDF5 file written "
+       "collectively through MPI-IO, each rank writing its slice as a hyperslab")
+      ("checkpoint.shard_optimizer", po::value<bool>()->default_value(false),
+       "file-per-rank: each rank writes only its slice of the parameters and optimizer state "
+       "(ZeRO-1 style, no duplicate bytes), and a restore needs every rank's file; false: every "
+       "rank writes the whole replica. The shared file is always written in slices")
+      ("checkpoint.async", po::value<bool>()->default_value(false),
+       "snapshot the state into host memory and write and commit it on a background thread while "
+       "training goes on; at most one checkpoint is in flight (needs MPI_THREAD_MULTIPLE)")
+      ("checkpoint.every", po::value<int64_t>()->default_value(0),
+       "checkpoint after every N-th step (step-N is the state after step N); 0: never")
+      ("checkpoint.keep", po::value<int64_t>()->default_value(2),
+       "committed checkpoints kept; older ones are deleted only after a newer one is committed")
+      ("checkpoint.cold_read", po::value<bool>()->default_value(false),
+       "drop the checkpoint files from the page cache before a restore reads them, so "
+       "restore_gbps measures storage, not memory");
+  // clang-format on
+  return group;
+}
+
+po::options_description watchdog_options() {
+  po::options_description group("Watchdog");
+  // clang-format off
+  group.add_options()
+      ("watchdog.timeout_s", po::value<double>()->default_value(0.0),
+       "a rank whose heartbeat has not moved for this long aborts the job (exit 3), naming the "
+       "ranks that did not arrive in abort.json; NCCL communicators are aborted "
+       "(ncclCommAbort). 0: auto, 25 times the slowest warm-up step and at least 30 s (600 s "
+       "until the warm-up is done); checkpoints and set-up get 10 times the timeout")
+      ("watchdog.dir", po::value<std::string>()->default_value(""),
+       "folder all ranks can write for per-rank heartbeats and abort.json; "
+       "empty: trainproof-heartbeats/ beside the report");
+  // clang-format on
+  return group;
+}
+
+po::options_description fault_options() {
+  po::options_description group("Faults");
+  // clang-format off
+  group.add_options()
+      ("fault", po::value<std::vector<std::string>>()->value_name("SPEC"), fault_help().c_str());
+  // clang-format on
+  return group;
+}
+
+po::options_description data_options() {
+  po::options_description group("Data (trainproof prepare-data, and train with data.dir)");
+  // clang-format off
+  group.add_options()
+      ("data.dir", po::value<std::string>()->default_value(""),
+       "folder of a dataset written by prepare-data; empty: synthetic samples made in memory")
+      ("data.format", po::value<std::string>()->default_value("raw"),
+       "raw: binary shards and per-sample index files, read with pread; hdf5: chunked uint8 "
+       "datasets, read with pread through their chunk addresses")
+      ("data.files", po::value<int>()->default_value(4), "shards the samples are spread over")
+      ("data.samples", po::value<int64_t>()->default_value(1024), "samples in the dataset")
+      ("data.sample_bytes", po::value<int64_t>()->default_value(65536), "bytes per sample")
+      ("data.spread", po::value<double>()->default_value(0.0),
+       "sample lengths vary uniformly within sample_bytes * (1 +- spread), 0 <= spread < 1")
+      ("data.readers", po::value<int>()->default_value(2),
+       "reader threads per rank; give each rank readers + 1 CPUs, or the report warns that reads "
+       "and stall measure CPU")
+      ("data.prefetch", po::value<int>()->default_value(2),
+       "batches read ahead of the step; the loader holds (prefetch + 1) batches of buffers")
+      ("data.verify", po::value<bool>()->default_value(false),
+       "check every sample's checksum; a mismatch is an error naming the file and sample")
+      ("data.cache", po::value<std::string>()->default_value("keep"),
+       "keep: leave read data in the page cache; drop: posix_fadvise(DONTNEED) after each read")
+      ("data.direct", po::value<bool>()->default_value(false),
+       "open shards with O_DIRECT (aligned reads), where the filesystem allows it")
+      ("data.rank_shift", po::value<int>()->default_value(-1),
+       "K >= 0: each rank reads only the shards prepare-data's rank K nodes away wrote (shard f "
+       "by rank f mod N), in an order of its own, so no node reads what its own page cache "
+       "holds; the digest then depends on the world size. -1: one shuffled order for all ranks")
+      ("force", po::bool_switch()->default_value(false),
+       "prepare-data: replace a dataset in data.dir that was prepared with other parameters");
+  // clang-format on
+  return group;
+}
+
+po::options_description drill_options() {
+  po::options_description group("Drill (trainproof drill)");
+  // clang-format off
+  group.add_options()
+      ("launcher", po::value<std::string>()->default_value(""),
+       "the command that starts the ranks, before the trainproof binary: \"mpirun -np 4\", or "
+       "inside a Slurm allocation \"srun --mpi=pmix\"")
+      ("drill.max_restarts", po::value<int>()->default_value(3),
+       "relaunches with --resume auto after failures before the drill gives up")
+      ("drill.reference_digest", po::value<std::string>()->default_value(""),
+       "the final digest of a fault-free run of the same scenario; empty: run the reference first")
+      ("drill.external_kill", po::value<bool>()->default_value(false),
+       "the drill SIGKILLs one rank's process from outside at a step drawn from drill.seed (local "
+       "host only; under Slurm, scancel --signal=KILL the step instead)")
+      ("drill.seed", po::value<uint64_t>()->default_value(0),
+       "seed of the drill's own draws (external kill); 0: from the clock. Printed for replay")
+      ("drill.run_timeout_s", po::value<double>()->default_value(1800.0),
+       "a launch still running after this long is killed (the watchdog should act first)");
+  // clang-format on
+  return group;
+}
+
+po::options_description test_options() {
+  po::options_description group("Testing hooks (for the test suite; never in a real run)");
+  // clang-format off
+  group.add_options()
+      ("test.perturb_state_rank", po::value<int>()->default_value(-1),
+       "flip one parameter bit on this rank before the final digest")
+      ("test.corrupt_collective_rank", po::value<int>()->default_value(-1),
+       "falsify this rank's result in the collective self-check")
+      ("test.clock_offset_rank", po::value<int>()->default_value(-1),
+       "skew this rank's raw clock by test.clock_offset_s")
+      ("test.clock_offset_s", po::value<double>()->default_value(0.0), "the skew, in seconds")
+      ("test.skip_clock_alignment", po::value<bool>()->default_value(false),
+       "leave clocks unaligned (the negative control of the alignment)")
+      ("test.split_hosts", po::value<int>()->default_value(0),
+       "pretend the ranks are spread evenly over this many hosts")
+      ("test.skip_restore", po::value<std::string>()->default_value(""),
+       "moment1: a restore leaves the momentum zero (the negative control of resume equality)")
+      ("test.unshared_checkpoint_rank", po::value<int>()->default_value(-1),
+       "this rank's checkpoint preflight sees a folder of its own (the negative control of the "
+       "shared-folder check)")
+      ("test.read_delay_ms", po::value<double>()->default_value(0.0),
+       "each dataset sample read sleeps this long (the negative control of the data stall)")
+      ("test.mpi_error_rank", po::value<int>()->default_value(-1),
+       "make this rank issue an invalid MPI call before training (exit code 3 path)");
+  // clang-format on
+  return group;
+}
+
+}  // namespace
+
+po::options_description option_registry() {
+  po::options_description all;
+  all.add(general_options())
+      .add(model_options())
+      .add(train_options())
+      .add(compute_options())
+      .add(comm_options())
+      .add(checkpoint_options())
+      .add(watchdog_options())
+      .add(fault_options())
+      .add(data_options())
+      .add(drill_options())
+      .add(test_options());
+  return all;
+}
+
+}  // namespace tp
