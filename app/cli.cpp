@@ -268,7 +268,7 @@ std::string help_text(const std::string& subcommand) {
            "FAIL).\n"
            "All options are accepted, so a whole scenario file can be passed.\n";
   }
-  out << '\n' << option_registry();
+  out << '\n' << option_registry() << '\n' << fault_grammar();
   return out.str();
 }
 

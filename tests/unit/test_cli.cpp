@@ -1,12 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "app/cli.h"
 #include "common/errors.h"
+#include "train/faults.h"
 
 namespace {
 
@@ -123,6 +126,48 @@ TEST(Cli, HelpListsEveryOptionWithDefault) {
         "--report", "slow:rank"})
     EXPECT_NE(help.find(option), std::string::npos) << option;
   EXPECT_NE(help.find("(=50)"), std::string::npos);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Boost reflows an option's description to its own column, which once scattered the --fault
+// grammar over indented fragments. The grammar is a table of its own, one row per kind, with the
+// descriptions in one column and no wider than Boost's 80-column listing; its examples parse.
+TEST(Cli, HelpPrintsTheFaultGrammarAsATable) {
+  for (const char* subcommand : {"", "train", "drill"}) {
+    const std::vector<std::string> lines = lines_of(tp::help_text(subcommand));
+    size_t description_column = 0;
+    for (const char* kind : {"slow:", "kill:", "hang:", "corrupt:", "random:"}) {
+      const std::string start = std::string("  ") + kind;
+      const auto row = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
+        return line.rfind(start, 0) == 0;
+      });
+      ASSERT_NE(row, lines.end()) << subcommand << ": no row starting '" << start << "'";
+      const size_t column = row->find_first_not_of(' ', row->find(' ', 2));
+      if (description_column == 0) description_column = column;
+      EXPECT_EQ(column, description_column) << *row;
+    }
+    const auto grammar = std::find(lines.begin(), lines.end(), "Fault specs (--fault SPEC):");
+    ASSERT_NE(grammar, lines.end());
+    for (auto line = grammar; line != lines.end(); ++line) {
+      EXPECT_LE(line->size(), 80u) << *line;
+      if (line->rfind("  --fault ", 0) == 0) {
+        EXPECT_NO_THROW(tp::parse_fault(line->substr(10))) << *line;
+      }
+    }
+    for (const std::string& line : lines) EXPECT_LE(line.size(), 100u) << line;
+    // The option's own description stays on its line: the next one ends the group.
+    const auto fault = std::find_if(lines.begin(), grammar, [](const std::string& line) {
+      return line.rfind("  --fault SPEC ", 0) == 0;
+    });
+    ASSERT_NE(fault, grammar);
+    EXPECT_EQ(*(fault + 1), "") << *fault;
+  }
 }
 
 TEST(Cli, EveryShippedScenarioParses) {
