@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "app/context.h"
 #include "common/sysinfo.h"
 
@@ -20,9 +23,34 @@ TEST(Context, KeepsLauncherVariablesAndRedactsSecrets) {
 }
 
 TEST(Context, TimingWarnings) {
-  EXPECT_TRUE(tp::timing_warnings({2, 4, "performance", "Release", false, 100}).empty());
-  const auto w = tp::timing_warnings({8, 2, "powersave", "Debug", true, 3});
-  EXPECT_EQ(w.size(), 5u);
+  // A quiet environment: as many CPUs as ranks, a governor that does not ramp, an optimised build
+  // without sanitizers, enough steps for percentiles.
+  EXPECT_TRUE(tp::timing_warnings({4, 4, "performance", "Release", false, 10}).empty());
+  EXPECT_TRUE(tp::timing_warnings({1, 1, "", "RelWithDebInfo", false, 100}).empty())
+      << "an unknown governor and RelWithDebInfo warn of nothing";
+
+  // Each condition alone gives exactly its sentence, naming the figures it found.
+  using W = std::vector<std::string>;
+  EXPECT_EQ(tp::timing_warnings({8, 2, "performance", "Release", false, 10}),
+            W{"8 ranks share 2 CPUs on one host: ranks are time-sliced, so compute and skew "
+              "figures include scheduler noise"});
+  EXPECT_EQ(tp::timing_warnings({2, 4, "powersave", "Release", false, 10}),
+            W{"CPU frequency governor is 'powersave', not 'performance': clock ramps add noise"});
+  EXPECT_EQ(tp::timing_warnings({2, 4, "performance", "Debug", false, 10}),
+            W{"built as 'Debug': timings are not representative"});
+  EXPECT_EQ(tp::timing_warnings({2, 4, "performance", "Release", true, 10}),
+            W{"built with sanitizers: timings are not representative"});
+  EXPECT_EQ(tp::timing_warnings({2, 4, "performance", "Release", false, 9}),
+            W{"only 9 measured steps: percentiles rest on few samples"});
+
+  // All at once: every sentence, in that order.
+  EXPECT_EQ(tp::timing_warnings({8, 2, "powersave", "Debug", true, 3}),
+            (W{"8 ranks share 2 CPUs on one host: ranks are time-sliced, so compute and skew "
+               "figures include scheduler noise",
+               "CPU frequency governor is 'powersave', not 'performance': clock ramps add noise",
+               "built as 'Debug': timings are not representative",
+               "built with sanitizers: timings are not representative",
+               "only 3 measured steps: percentiles rest on few samples"}));
 }
 
 TEST(CpuShares, ParsesCpulistsBothWays) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "app/context.h"
 #include "gpu/gpu_loader.h"
@@ -42,13 +43,35 @@ TEST(GpuLogic, InventoryFields) {
   d.pci_bus_id = "0000:1b:00.0";
   d.memory_bytes = 150000000000ull;
   d.sm_count = 132;
+  d.sm_clock_mhz = 1980;
+  d.memory_clock_mhz = 3201;
   d.compute_capability = 90;
-  const auto j = tp::gpu_inventory({d}, "node7");
-  ASSERT_EQ(j.size(), 1u);
-  for (const char* key : {"host", "index", "name", "uuid", "pci_bus_id", "memory_bytes", "sm_count",
-                          "compute_capability", "max_sm_clock_mhz", "max_memory_clock_mhz"})
-    EXPECT_TRUE(j[0].contains(key)) << key;
-  EXPECT_EQ(j[0]["host"], "node7");
+  d.compute_mode = 3;
+  tp::GpuDevice second = d;
+  second.index = 2;
+  second.uuid = "GPU-4567";
+  second.pci_bus_id = "0000:2c:00.0";
+  const auto j = tp::gpu_inventory({d, second}, "node7");
+  ASSERT_EQ(j.size(), 2u);
+  // Every field of the device, under its report name, and nothing else.
+  const nlohmann::json expected = {{"host", "node7"},
+                                   {"index", 1},
+                                   {"name", "NVIDIA H200"},
+                                   {"uuid", "GPU-0123"},
+                                   {"pci_bus_id", "0000:1b:00.0"},
+                                   {"memory_bytes", 150000000000ull},
+                                   {"sm_count", 132},
+                                   {"compute_capability", 90},
+                                   {"compute_mode", 3},
+                                   {"max_sm_clock_mhz", 1980},
+                                   {"max_memory_clock_mhz", 3201}};
+  EXPECT_EQ(j[0], expected) << j[0].dump(2);
+  // One entry per device, in the order given.
+  EXPECT_EQ(j[1]["index"], 2);
+  EXPECT_EQ(j[1]["uuid"], "GPU-4567");
+  EXPECT_EQ(j[1]["pci_bus_id"], "0000:2c:00.0");
+  EXPECT_EQ(j[1]["host"], "node7");
+  EXPECT_TRUE(tp::gpu_inventory({}, "node7").empty());
 }
 
 // Run last in this process: the loader caches its one attempt.
