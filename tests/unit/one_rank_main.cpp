@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   // Named before any test starts a thread that might read the environment.
   tp::test::root();
   const int rc = RUN_ALL_TESTS();
+  tp::test::remove_test_folders();
 #if defined(__SANITIZE_ADDRESS__)
   // Leak-check the tests while MPI still holds what it allocated: Open MPI frees little at
   // MPI_Finalize and unloads its components, so an at-exit check would report its memory, in
@@ -95,6 +96,5 @@ int main(int argc, char** argv) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized && !finalized) MPI_Finalize();
-  tp::test::remove_test_folders();
   return rc;
 }
