@@ -52,7 +52,9 @@ TEST(Heartbeat, LaterStepsAreNotBehind) {
   EXPECT_EQ(tp::Heartbeat::behind(all, all[1]).size(), 1u);
 }
 
-void touch(const std::string& path) { std::ofstream(path) << "{}\n"; }
+void touch(const std::string& path) {
+  std::ofstream(path) << "{}\n";
+}
 
 TEST(Heartbeat, FinishRemovesTheEvidenceOfANormalRun) {
   const std::string dir = fresh_dir("hb-finish");
