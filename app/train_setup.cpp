@@ -126,7 +126,6 @@ BatchSetup make_batch_source(const TrainConfig& cfg, const std::optional<Dataset
   BatchSetup setup;
   if (!dataset) {
     setup.source = std::make_unique<SyntheticBatchSource>(cfg.model, share, cfg.seed);
-    setup.position = [](int64_t) { return nlohmann::json::object(); };
     return setup;
   }
   std::string problem;
@@ -141,12 +140,6 @@ BatchSetup make_batch_source(const TrainConfig& cfg, const std::optional<Dataset
     problem = "data.dir on host " + world.host + ": " + e.what();
   }
   agree_or_throw<UsageError>(world, problem);
-  // The loader's position is a function of the step; the manifest records it for inspection.
-  setup.position = [samples = dataset->samples, batch = cfg.model.global_batch](int64_t step) {
-    const int64_t consumed = step * batch;
-    return nlohmann::json{
-        {"data_loader", {{"epoch", consumed / samples}, {"cursor", consumed % samples}}}};
-  };
   return setup;
 }
 

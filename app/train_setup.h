@@ -4,7 +4,6 @@
 // (random ones drawn), and the batch source the step loop reads. Each agrees across ranks, so
 // every rank stops alike with one message.
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -33,8 +32,6 @@ void resolve_faults(TrainConfig& config, const World& world);
 struct BatchSetup {
   std::unique_ptr<BatchSource> source;
   DatasetBatchSource* loader = nullptr;  // the source, when it reads a dataset
-  // The loader's position after a step, for each checkpoint's manifest (empty without a dataset).
-  std::function<nlohmann::json(int64_t step)> position;
 };
 BatchSetup make_batch_source(const TrainConfig& config, const std::optional<DatasetSpec>& dataset,
                              BatchShare share, const World& world);

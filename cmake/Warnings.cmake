@@ -22,33 +22,4 @@ if(TRAINPROOF_TSAN)
   # -g: a race report is only useful with file and line for both accesses.
   add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=thread;-fno-omit-frame-pointer;-g>")
   add_link_options(-fsanitize=thread)
-
-  # GCC instruments the resolver it generates for a target_clones function, and the dynamic linker
-  # runs that resolver before the TSan runtime is initialised: the program dies before main
-  # (google/sanitizers#342). Files that use target_clones are therefore built without TSan; races
-  # on memory that only their functions touch go unseen. Found at the end of the configure step,
-  # so a file that moves keeps the exclusion.
-  function(_trainproof_tsan_skip_ifunc_sources dir)
-    get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
-    foreach(target IN LISTS targets)
-      get_target_property(sources ${target} SOURCES)
-      get_target_property(source_dir ${target} SOURCE_DIR)
-      foreach(source IN LISTS sources)
-        cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY ${source_dir} OUTPUT_VARIABLE path)
-        if(path MATCHES "\\.(c|cc|cpp)$" AND EXISTS ${path})
-          file(STRINGS ${path} clones REGEX "target_clones")
-          if(clones)
-            message(STATUS "trainproof: ${path} uses target_clones; built without TSan")
-            set_source_files_properties(${path} TARGET_DIRECTORY ${target}
-                                        PROPERTIES COMPILE_OPTIONS -fno-sanitize=thread)
-          endif()
-        endif()
-      endforeach()
-    endforeach()
-    get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
-    foreach(subdir IN LISTS subdirs)
-      _trainproof_tsan_skip_ifunc_sources(${subdir})
-    endforeach()
-  endfunction()
-  cmake_language(DEFER CALL _trainproof_tsan_skip_ifunc_sources ${PROJECT_SOURCE_DIR})
 endif()

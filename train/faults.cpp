@@ -245,24 +245,6 @@ FaultSpec resolve_random(const FaultSpec& random, int world_size, int64_t steps,
   return kill;
 }
 
-std::string fault_help() {
-  return "inject a fault; repeatable. A fault that can never fire is an error.\n"
-         "  slow:rank=R,ms=M[,step=S]   rank R spends M more milliseconds in compute on every\n"
-         "                              step (or only step S): a straggler the report must flag\n"
-         "  kill:rank=R,step=S[,phase=P] rank R SIGKILLs itself on entering phase P (data,\n"
-         "                              compute (default), comm, optimizer) of step S, or in the\n"
-         "                              checkpoint of step S: ckpt-write (midway through its\n"
-         "                              data), ckpt-commit (files durable, checksum not yet\n"
-         "                              reported; on rank 0 before the rename)\n"
-         "  hang:rank=R,step=S[,phase=P] rank R stops responding there; the watchdog must abort\n"
-         "                              the job and name it (watchdog.timeout_s)\n"
-         "  corrupt:[shard=R,][mode=M]  trainproof drill damages the newest committed checkpoint\n"
-         "                              before a relaunch restores it: rank R's file (default 0;\n"
-         "                              the shared file) gets a flipped byte (flip, default), is\n"
-         "                              truncated (truncate) or deleted (delete)\n"
-         "  random:seed=N               one kill at a rank, step and phase drawn from seed N";
-}
-
 std::vector<FiredFault> read_fired_faults(const std::string& dir) {
   std::vector<FiredFault> fired;
   std::error_code ec;

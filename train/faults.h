@@ -44,9 +44,6 @@ void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64
 FaultSpec resolve_random(const FaultSpec& random, int world_size, int64_t steps,
                          int64_t checkpoint_every);
 
-// The text shown under --help for --fault.
-std::string fault_help();
-
 // A fired kill or hang, as its victim recorded it.
 struct FiredFault {
   std::string text, origin, kind, phase, host;

@@ -197,7 +197,7 @@ TEST(DrillSummary, FailureLinesAlignAndShowNulls) {
 }
 
 TEST(DrillSummary, SummaryTextOfAPassedDrill) {
-  EXPECT_EQ(tp::drill_summary(passed_drill(), "/work/drill.json"),
+  EXPECT_EQ(tp::drill_summary(passed_drill(), "/runs/drill.json"),
             "\n"
             "drill summary (/ckpt/drill-x)\n"
             "  kill         rank 1 on node07, step 12 compute: detected after 2.03 s; restored 5\n"
@@ -206,7 +206,7 @@ TEST(DrillSummary, SummaryTextOfAPassedDrill) {
             "  restarts 1; RPO 6 steps (0.5 s); RTO 5.65 s\n"
             "  digest: reference b27e1cf8, final b27e1cf8: MATCH\n"
             "drill verdict: PASS\n"
-            "report: /work/drill.json\n");
+            "report: /runs/drill.json\n");
 }
 
 TEST(DrillSummary, SummaryTextOfADrillThatNeverFinished) {
@@ -217,7 +217,7 @@ TEST(DrillSummary, SummaryTextOfADrillThatNeverFinished) {
                      "the drill never finished a run"};
   result.redone_step_seconds = 0.0;
   result.verdict = "FAIL";
-  EXPECT_EQ(tp::drill_summary(result, "/work/drill.json"),
+  EXPECT_EQ(tp::drill_summary(result, "/runs/drill.json"),
             "\n"
             "drill summary (/ckpt/drill-y)\n"
             "  no failures injected\n"
@@ -226,7 +226,7 @@ TEST(DrillSummary, SummaryTextOfADrillThatNeverFinished) {
             "  problem: run-0 rejected its input (exit 2), so it is not relaunched: bad\n\n"
             "  problem: the drill never finished a run\n"
             "drill verdict: FAIL\n"
-            "report: /work/drill.json\n");
+            "report: /runs/drill.json\n");
 }
 
 }  // namespace
