@@ -1,5 +1,6 @@
 #include "app/cli.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -9,9 +10,18 @@
 namespace tp {
 namespace {
 
-const char* const kSubcommands = "train, drill, prepare-data, report";
+namespace fs = std::filesystem;
 
+const char* const kSubcommands = "train, drill, prepare-data, report";
+// Far beyond any real run, and small enough that epochs x samples stays an exact step count.
+constexpr double kMaxEpochs = 1e6;
+
+// Checked before opening: a FIFO would block the open, a directory would read as empty.
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status))
+    throw UsageError("--scenario: '" + path + "' is not a regular file");
   std::ifstream in(path);
   if (!in) throw UsageError("--scenario: cannot open '" + path + "'");
   std::stringstream text;
@@ -88,7 +98,7 @@ void read_run_length(const po::variables_map& vm, TrainConfig& c) {
   if (c.warmup_steps < 0 || c.warmup_steps >= c.steps)
     throw UsageError("train.warmup_steps=" + std::to_string(c.warmup_steps) +
                      " must be >= 0 and less than train.steps=" + std::to_string(c.steps));
-  c.seed = vm["train.seed"].as<uint64_t>();
+  c.seed = uint64_t(vm["train.seed"].as<int64_t>());  // >= 0, checked when parsed
 }
 
 OptimizerConfig optimizer_from(const po::variables_map& vm) {
@@ -175,6 +185,42 @@ TestHooks test_hooks_from(const po::variables_map& vm) {
   return t;
 }
 
+// Boost ends a value at '#' but reads ';' as part of it, so "dir = x ; note" would name a folder
+// "x ; note". A ';' after a blank is refused rather than guessed at (docs/promises.md).
+void check_scenario_lines(const std::string& path, const std::string& text) {
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    const size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line[start] == '#' || line[start] == '[') continue;
+    const size_t equals = line.find('=');
+    if (equals == std::string::npos) continue;
+    const size_t semicolon = line.find(';', equals);
+    if (semicolon != std::string::npos && semicolon > 0 &&
+        (line[semicolon - 1] == ' ' || line[semicolon - 1] == '\t'))
+      throw UsageError("scenario file '" + path + "', line " + std::to_string(number) +
+                       ": ' ;' inside a value (" + line.substr(start) +
+                       "); comments start with '#'");
+  }
+}
+
+// The drill runs its launcher through the shell; only the person at the command line chooses it.
+void check_scenario_options(const std::string& path, const po::parsed_options& parsed) {
+  for (const po::option& o : parsed.options)
+    if (o.string_key == "launcher")
+      throw UsageError("scenario file '" + path +
+                       "': launcher may only be given on the command line of trainproof drill "
+                       "(it is run by the shell as written)");
+}
+
+void check_general_options(const po::variables_map& vm) {
+  one_of(vm, "log.level", {"trace", "debug", "info", "warn", "error", "critical", "off"});
+  for (const char* name : {"train.seed", "drill.seed"})
+    if (vm[name].as<int64_t>() < 0)
+      throw UsageError(std::string(name) + " must be >= 0, got " +
+                       std::to_string(vm[name].as<int64_t>()));
+}
+
 }  // namespace
 
 Invocation parse_invocation(int argc, const char* const argv[]) {
@@ -217,15 +263,20 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   if (inv.options.count("scenario")) {
     inv.scenario_path = inv.options["scenario"].as<std::string>();
     inv.scenario_text = read_file(inv.scenario_path);
+    check_scenario_lines(inv.scenario_path, inv.scenario_text);
     std::istringstream text(inv.scenario_text);
     try {
+      const po::parsed_options parsed =
+          po::parse_config_file(text, options, /*allow_unregistered=*/false);
+      check_scenario_options(inv.scenario_path, parsed);
       // store() keeps values already present, so the command line (stored first) wins.
-      po::store(po::parse_config_file(text, options, /*allow_unregistered=*/false), inv.options);
+      po::store(parsed, inv.options);
     } catch (const po::error& e) {
       throw UsageError("scenario file '" + inv.scenario_path + "': " + e.what());
     }
   }
   po::notify(inv.options);
+  check_general_options(inv.options);
   return inv;
 }
 
@@ -284,8 +335,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   read_checkpointing(vm, c);
   if (vm.count("fault")) c.faults = parse_faults(vm["fault"].as<std::vector<std::string>>());
   c.data = data_from(vm);
-  c.epochs = vm["train.epochs"].as<double>();
-  if (c.epochs < 0) throw UsageError("train.epochs must be >= 0, got " + std::to_string(c.epochs));
+  c.epochs = in_range(vm, "train.epochs", 0.0, kMaxEpochs, false);
   if (c.epochs > 0 && c.data.dir.empty()) throw UsageError("train.epochs needs data.dir");
   c.test = test_hooks_from(vm);
   return c;

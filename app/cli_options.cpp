@@ -20,7 +20,7 @@ po::options_description general_options() {
       ("report", po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
        "where rank 0 writes the JSON report")
       ("log.level", po::value<std::string>()->default_value("info"),
-       "trace, debug, info, warn, error");
+       "trace, debug, info, warn, error, critical or off");
   // clang-format on
   return group;
 }
@@ -52,7 +52,8 @@ po::options_description train_options() {
        "reads every sample exactly once)")
       ("train.warmup_steps", po::value<int64_t>()->default_value(5),
        "first steps left out of every statistic")
-      ("train.seed", po::value<uint64_t>()->default_value(1234), "seed of init and synthetic data")
+      ("train.seed", po::value<int64_t>()->default_value(1234),
+       "seed of init and synthetic data, >= 0")
       ("train.optimizer", po::value<std::string>()->default_value("sgd-momentum"),
        "sgd-momentum or adam")
       ("train.lr", po::value<double>()->default_value(0.01), "learning rate")
@@ -195,7 +196,7 @@ po::options_description drill_options() {
       ("drill.external_kill", po::value<bool>()->default_value(false),
        "the drill SIGKILLs one rank's process from outside at a step drawn from drill.seed (local "
        "host only; under Slurm, scancel --signal=KILL the step instead)")
-      ("drill.seed", po::value<uint64_t>()->default_value(0),
+      ("drill.seed", po::value<int64_t>()->default_value(0),
        "seed of the drill's own draws (external kill); 0: from the clock. Printed for replay")
       ("drill.run_timeout_s", po::value<double>()->default_value(1800.0),
        "a launch still running after this long is killed (the watchdog should act first)");

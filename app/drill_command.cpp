@@ -73,9 +73,10 @@ DrillOptions drill_options_from(const po::variables_map& values) {
   options.max_restarts = values["drill.max_restarts"].as<int>();
   options.run_timeout_s = values["drill.run_timeout_s"].as<double>();
   check_launch_options(options);
-  options.seed = values["drill.seed"].as<uint64_t>();
+  options.seed = uint64_t(values["drill.seed"].as<int64_t>());  // >= 0, checked when parsed
+  // Kept within the option's range, so the printed seed can be given back to replay.
   if (options.seed == 0)
-    options.seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+    options.seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) >> 1;
   options.external_kill = values["drill.external_kill"].as<bool>();
   options.reference_digest = values["drill.reference_digest"].as<std::string>();
   options.report_path = values["report"].as<std::string>();

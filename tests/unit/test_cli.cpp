@@ -178,3 +178,28 @@ TEST(Cli, EveryShippedScenarioParses) {
 }
 
 }  // namespace
+
+// Hardening (docs/promises.md): each of these once ran with a silently wrong value.
+TEST(CliHardening, ScenarioThatIsADirectoryIsRefused) {
+  expect_usage_error({"train", "--scenario", ::testing::TempDir()}, "not a regular file");
+}
+TEST(CliHardening, UnknownLogLevel) {
+  expect_usage_error({"train", "--log.level=loud"}, "log.level");
+}
+TEST(CliHardening, NegativeSeedDoesNotWrap) {
+  expect_usage_error({"train", "--train.seed=-1"}, "train.seed");
+  expect_usage_error({"drill", "--drill.seed=-1"}, "drill.seed");
+}
+TEST(CliHardening, EpochsOutOfRangeOrNotANumber) {
+  expect_usage_error({"train", "--train.epochs=1e300", "--data.dir=d"}, "train.epochs");
+  expect_usage_error({"train", "--train.epochs=nan", "--data.dir=d"}, "train.epochs");
+}
+TEST(CliHardening, SemicolonInsideAScenarioValueNamesTheLine) {
+  const auto path = write_ini("inline.ini", "[checkpoint]\n# a comment\ndir = x ; comment\n");
+  expect_usage_error({"train", "--scenario", path}, path + "', line 3");
+  expect_usage_error({"train", "--scenario", path}, "'#'");
+}
+TEST(CliHardening, ScenarioMayNotSetTheDrillLauncher) {
+  const auto path = write_ini("launcher.ini", "launcher = mpirun -np 2; touch x; true\n");
+  expect_usage_error({"drill", "--scenario", path}, "launcher");
+}
