@@ -80,6 +80,7 @@ DrillOptions drill_options_from(const po::variables_map& values) {
   options.external_kill = values["drill.external_kill"].as<bool>();
   options.reference_digest = values["drill.reference_digest"].as<std::string>();
   options.report_path = values["report"].as<std::string>();
+  check_output_file("--report", options.report_path);  // before any run, not after all of them
   for (const FaultSpec& fault : options.train.faults)
     (fault.kind == FaultSpec::Kind::corrupt ? options.corrupt_faults : options.run_faults)
         .push_back(fault);

@@ -1,26 +1,18 @@
 #include "app/train_setup.h"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "train/faults.h"
 
 namespace tp {
 namespace {
 
 namespace fs = std::filesystem;
-
-void check_report_path(const std::string& path) {
-  const fs::path parent = fs::absolute(path).parent_path();
-  if (!fs::is_directory(parent))
-    throw UsageError("--report " + path + ": directory '" + parent.string() + "' does not exist");
-  if (access(parent.c_str(), W_OK) != 0)
-    throw UsageError("--report " + path + ": directory '" + parent.string() + "' is not writable");
-}
 
 // The dataset the options ask for: the index's, with each explicitly given shape option.
 DatasetSpec wanted_dataset(const TrainConfig& cfg, const DatasetSpec& found) {
@@ -61,22 +53,34 @@ LoaderOptions loader_options(const TrainConfig& cfg, const DatasetSpec& dataset,
   return lo;
 }
 
+// The text of the UsageError `check` throws, "" when it throws none.
+template <class Check>
+std::string usage_problem(Check check) {
+  try {
+    check();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace
 
 std::unique_ptr<Heartbeat> prepare_outputs(const TrainConfig& cfg, const std::string& report_path,
                                            const World& world) {
+  // The report path first: a refused run leaves nothing behind, not even the heartbeat folder.
+  std::string problem = usage_problem([&] {
+    if (world.rank == 0) check_output_file("--report", report_path);
+  });
+  agree_or_throw<UsageError>(world, problem);
   std::unique_ptr<Heartbeat> heartbeat;
-  std::string problem;
-  try {
-    if (world.rank == 0) check_report_path(report_path);
+  problem = usage_problem([&] {
     heartbeat = std::make_unique<Heartbeat>(
         cfg.watchdog_dir.empty()
             ? (fs::absolute(report_path).parent_path() / "trainproof-heartbeats").string()
             : cfg.watchdog_dir,
         world.rank, world.host);
-  } catch (const UsageError& e) {
-    problem = e.what();
-  }
+  });
   agree_or_throw<UsageError>(world, problem);
   return heartbeat;
 }

@@ -1,10 +1,12 @@
 #include "common/files.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "common/errors.h"
 
@@ -45,6 +47,31 @@ void write_file_atomically(const std::string& path, const std::string& text,
   if (rc != 0) throw RuntimeError("fsync '" + temp + "': " + std::strerror(errno));
   if (std::rename(temp.c_str(), path.c_str()) != 0)
     throw RuntimeError("rename '" + temp + "' to '" + path + "': " + std::strerror(errno));
+}
+
+namespace {
+
+// "" when `path` is absent or a regular file (symlinks followed, as the final rename does not
+// care), else what it is.
+std::string not_a_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  if (S_ISREG(st.st_mode)) return "";
+  return S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file";
+}
+
+}  // namespace
+
+void check_output_file(const std::string& option, const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(parent))
+    throw UsageError(option + " " + path + ": directory '" + parent.string() + "' does not exist");
+  if (::access(parent.c_str(), W_OK) != 0)
+    throw UsageError(option + " " + path + ": directory '" + parent.string() + "' is not writable");
+  for (const std::string& candidate : {path, path + ".tmp"})
+    if (const std::string what = not_a_file(candidate); !what.empty())
+      throw UsageError(option + " " + path + ": '" + candidate + "' " + what +
+                       "; the output is written there and renamed into place");
 }
 
 }  // namespace tp

@@ -20,4 +20,9 @@ void fsync_path(const std::string& path, int flags = O_RDONLY);
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& temp_suffix = ".tmp");
 
+// Before a run starts, so that its output can be written when it ends: `path` must be a new or
+// regular file in an existing, writable folder, and its temporary name (path + ".tmp") free for a
+// file. UsageError naming `option` and the path otherwise. Writes nothing.
+void check_output_file(const std::string& option, const std::string& path);
+
 }  // namespace tp

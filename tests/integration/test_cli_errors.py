@@ -78,6 +78,19 @@ class CliErrors(unittest.TestCase):
         self.assertEqual(run.returncode, 2, run)
         self.assertIn("/nonexistent/dir", run.stderr)
 
+    def test_report_naming_a_directory_is_refused_before_step_1(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            target = os.path.join(tmp, "out")
+            os.mkdir(target)
+            self.expect_usage_error(mpirun(2, "--report", target, timeout=60),
+                                    "--report", "is a directory")
+            self.assertEqual(os.listdir(tmp), ["out"])  # no out.tmp left behind
+            run = direct("drill", "--launcher", "mpirun -np 2", "--checkpoint.dir", tmp,
+                         "--checkpoint.every=2", "--report", target)
+            self.assertEqual(run.returncode, 2, run)
+            self.assertIn("is a directory", run.stderr)
+            self.assertEqual(os.listdir(tmp), ["out"])  # no drill folder: nothing ran
+
     def test_watchdog_dir_unwritable(self):
         self.expect_usage_error(mpirun(2, "--watchdog.dir=/proc/trainproof", timeout=60),
                                 "watchdog.dir")
