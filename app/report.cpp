@@ -380,11 +380,31 @@ json flagged_nodes_check(const std::vector<std::string>& flagged_nodes) {
                flagged_nodes.empty() ? "no node flagged" : "flagged: " + node_list);
 }
 
-// FAIL when any check fails, else WARN when any warns.
+// A run that measured nothing proves nothing, so it is never PASS. A requeued job that finds its
+// training done runs no step at all: NONE, exit 0, rather than a failure.
+json measured_steps_check(const RunRecord& run) {
+  const size_t measured = run.timings.empty() ? 0 : run.timings.front().size();
+  if (run.steps_run == 0) {
+    const int64_t at = run.restored ? run.restored->step : run.config.steps;
+    return check("measured_steps", 0, 1, "none",
+                 "training already complete at step " + std::to_string(at) +
+                     ": no step ran, nothing was measured");
+  }
+  if (measured == 0)
+    return check("measured_steps", 0, 1, "warn",
+                 "all " + std::to_string(run.steps_run) +
+                     " steps run were warm-up (train.warmup_steps=" +
+                     std::to_string(run.config.warmup_steps) + "): nothing was measured");
+  return check("measured_steps", measured, 1, "pass",
+               std::to_string(measured) + " steps measured after warm-up");
+}
+
+// FAIL when any check fails, else NONE when nothing ran, else WARN when any warns.
 std::string verdict_of(const json& checks) {
   std::string verdict = "PASS";
   for (const auto& c : checks) {
-    if (c["status"] == "fail") verdict = "FAIL";
+    if (c["status"] == "fail") return "FAIL";
+    if (c["status"] == "none") verdict = "NONE";
     if (c["status"] == "warn" && verdict == "PASS") verdict = "WARN";
   }
   return verdict;
@@ -414,7 +434,7 @@ json build_report(const RunRecord& run) {
   const json checks = json::array(
       {replica_digest_check(vote, run.ranks.size()), collective_correctness_check(run.collective),
        straggler_check(figures, stragglers_of(figures, run.ranks.size())),
-       flagged_nodes_check(nodes.flagged)});
+       flagged_nodes_check(nodes.flagged), measured_steps_check(run)});
 
   json report;
   report["schema"] = kReportSchema;

@@ -64,7 +64,7 @@ nlohmann::json build_report(const RunRecord& run);
 // The report's data section (part of build_report).
 nlohmann::json data_json(const TrainConfig& config, const DataRecord& data);
 
-// Exit code for a verdict string: PASS and WARN are 0, FAIL is 1.
+// Exit code for a verdict string: PASS, WARN and NONE (nothing ran) are 0, FAIL is 1.
 int exit_code_for(const std::string& verdict);
 
 }  // namespace tp

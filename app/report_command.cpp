@@ -1,4 +1,6 @@
 // `trainproof report FILE`: reprints a report's summary; the exit code follows its verdict.
+// The file is input like any other: checked before it is opened, read, and shown inert.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -8,24 +10,45 @@
 #include "common/errors.h"
 
 namespace tp {
+namespace {
+
+// A FIFO would block the open and a directory would read as an empty report.
+void check_regular_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw UsageError("report: cannot open '" + path + "'");
+  if (!std::filesystem::is_regular_file(status))
+    throw UsageError("report: '" + path + "' is not a regular file");
+}
+
+std::string verdict_of(const nlohmann::json& report, const std::string& path) {
+  const auto verdict = report.find("verdict");
+  if (verdict == report.end() || !verdict->is_string() ||
+      (*verdict != "PASS" && *verdict != "WARN" && *verdict != "FAIL" && *verdict != "NONE"))
+    throw UsageError("report '" + path + "': verdict is not one of PASS, WARN, FAIL, NONE");
+  return verdict->get<std::string>();
+}
+
+}  // namespace
 
 int run_report(const Invocation& inv) {
   if (inv.positional.size() != 1)
     throw UsageError("report needs exactly one FILE operand, got " +
                      std::to_string(inv.positional.size()));
   const std::string path = inv.positional.front();
+  check_regular_file(path);
   std::ifstream in(path);
   if (!in) throw UsageError("report: cannot open '" + path + "'");
-  nlohmann::json report;
   try {
-    report = nlohmann::json::parse(in);
-    if (report.value("schema", "") != kReportSchema)
+    const nlohmann::json report = nlohmann::json::parse(in);
+    if (!report.is_object() || report.value("schema", "") != kReportSchema)
       throw UsageError("report '" + path + "': schema is not " + std::string(kReportSchema));
+    const std::string verdict = verdict_of(report, path);
     std::cout << render_summary(report);
+    return exit_code_for(verdict);
   } catch (const nlohmann::json::exception& e) {
     throw UsageError("report '" + path + "': " + e.what());
   }
-  return exit_code_for(report["verdict"]);
 }
 
 }  // namespace tp

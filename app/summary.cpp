@@ -171,9 +171,70 @@ std::string check_lines(const json& checks) {
   return out;
 }
 
+// Bytes in the well-formed UTF-8 sequence starting at `i`; 0 when there is none.
+size_t utf8_sequence_length(const std::string& text, size_t i) {
+  const auto lead = static_cast<unsigned char>(text[i]);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned min = 0;
+  if (lead >= 0xc2 && lead <= 0xdf)
+    length = 2, min = 0x80;
+  else if (lead >= 0xe0 && lead <= 0xef)
+    length = 3, min = 0x800;
+  else if (lead >= 0xf0 && lead <= 0xf4)
+    length = 4, min = 0x10000;
+  else
+    return 0;
+  if (i + length > text.size()) return 0;
+  unsigned code = lead & (0x7f >> length);
+  for (size_t k = 1; k < length; ++k) {
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if ((next & 0xc0) != 0x80) return 0;
+    code = (code << 6) | (next & 0x3f);
+  }
+  const bool surrogate = code >= 0xd800 && code <= 0xdfff;
+  return code < min || code > 0x10ffff || surrogate ? 0 : length;
+}
+
+// What a terminal would act on (C0 and C1 controls, DEL, bytes that are not UTF-8) as visible
+// \n, \xNN or \u00NN, so that a report's strings can neither move the cursor nor forge a line.
+std::string visible_text(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const size_t length = utf8_sequence_length(text, i);
+    if (byte == '\n') {
+      out += "\\n";
+    } else if (byte < 0x20 || byte == 0x7f || length == 0) {
+      out += format("\\x%02X", byte);
+    } else if (byte == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) {
+      out += format("\\u%04X", static_cast<unsigned char>(text[i + 1]));  // C1 control
+    } else {
+      out.append(text, i, length);
+      i += length;
+      continue;
+    }
+    i += std::max<size_t>(length, 1);
+  }
+  return out;
+}
+
+json visible(const json& value) {
+  if (value.is_string()) return visible_text(value.get<std::string>());
+  if (!value.is_structured()) return value;
+  json out = value.is_array() ? json::array() : json::object();
+  for (auto it = value.begin(); it != value.end(); ++it)
+    if (value.is_array())
+      out.push_back(visible(*it));
+    else
+      out[visible_text(it.key())] = visible(*it);
+  return out;
+}
+
 }  // namespace
 
-std::string render_summary(const json& report, size_t slowest_ranks_shown) {
+std::string render_summary(const json& untrusted, size_t slowest_ranks_shown) {
+  const json report = visible(untrusted);
   const json& ctx = report.at("context");
   const json& train = report.at("train");
   std::string out = header_lines(ctx, train);

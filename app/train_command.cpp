@@ -81,7 +81,12 @@ CollectiveCheck check_collective(const TrainConfig& cfg, const World& world, Bac
   return check;
 }
 
-void announce(const TrainConfig& cfg, const World& world, const Backends& backends) {
+void announce(const TrainConfig& cfg, const World& world, const Backends& backends,
+              int64_t first_step) {
+  // A requeued job that finds its work done says so and ends with verdict NONE (docs/report.md).
+  if (world.rank == 0 && first_step > cfg.steps)
+    spdlog::warn("training already complete at step {} (train.steps={}): no step to run",
+                 first_step - 1, cfg.steps);
   if (world.rank == 0)
     spdlog::info(
         "{} ranks on {} hosts; model {} layers x {} hidden, seq {}, global batch {}; "
@@ -222,7 +227,7 @@ int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
   }
   run.collective = check_collective(cfg, world, backends);
   const double gemm_rate = backends.compute->measure_gemm_rate(0.2);
-  announce(cfg, world, backends);
+  announce(cfg, world, backends, checkpoints ? checkpoints->first_step() : 1);
 
   BatchSetup batches = make_batch_source(cfg, run.dataset, share, world);
   StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, *batches.source, faults,

@@ -58,6 +58,14 @@ class Checkpoint(CheckpointCase):
         self.assertEqual(run.report["train"]["steps_run"], 12)
         self.assertEqual(sorted(os.listdir(self.dir)), ["step-00000008", "step-00000012"])
 
+    def test_requeued_job_with_nothing_left_to_run_is_none_not_pass(self):
+        self.assertEqual(self.train(2).returncode, 0)
+        run = self.train(2, "--resume", "auto")
+        self.assertEqual(run.returncode, 0, run)  # a requeued batch job must not look failed
+        self.assertEqual(run.report["verdict"], "NONE")
+        self.assertEqual(run.report["train"]["steps_run"], 0)
+        self.assertIn("training already complete at step 12", run.stderr)
+
     def test_partial_and_manifestless_folders_are_ignored(self):
         self.stopped_after(2, 10)
         # A crash mid-write leaves .partial; a folder that lost its manifest is not committed.

@@ -31,6 +31,36 @@ class ReportSubcommand(unittest.TestCase):
             self.assertIn(path, bad.stderr)
         self.assertEqual(direct("report", "/nonexistent.json").returncode, 2)
 
+    def test_hostile_reports_are_refused_or_shown_inert(self):
+        run = mpirun(2)
+        self.assertEqual(run.returncode, 0, run)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            run.report["ranks"][0]["host"] = "\x1b[2Jnode\nverdict: FORGED"
+            run.report["verdict"] = "NONE"
+            with open(path, "w") as f:
+                json.dump(run.report, f)
+            shown = direct("report", path)
+            self.assertEqual(shown.returncode, 0, shown)  # NONE: nothing ran, not a failure
+            self.assertNotIn("\x1b", shown.stdout)
+            self.assertNotIn("\nverdict: FORGED", shown.stdout)
+            self.assertIn("\\x1B[2Jnode\\nverdict: FORGED", shown.stdout)
+
+            for verdict in (42, None, "MAYBE"):
+                run.report["verdict"] = verdict
+                with open(path, "w") as f:
+                    json.dump(run.report, f)
+                bad = direct("report", path)
+                self.assertEqual(bad.returncode, 2, bad)
+                self.assertIn("verdict", bad.stderr)
+
+            fifo = os.path.join(tmp, "fifo.json")
+            os.mkfifo(fifo)
+            for target in (fifo, tmp):  # neither may block or read as an empty report
+                bad = direct("report", target, timeout=20)
+                self.assertEqual(bad.returncode, 2, bad)
+                self.assertIn("not a regular file", bad.stderr)
+
 
 if __name__ == "__main__":
     main()

@@ -108,6 +108,57 @@ TEST(Report, WrongCollectiveFails) {
             std::string::npos);
 }
 
+// Nothing measured is never PASS (docs/report.md, "Verdict").
+TEST(Report, RunThatExecutedNoStepIsNone) {
+  auto run = sample_run(0.0101);
+  run.steps_run = 0;
+  for (auto& steps : run.timings) steps.clear();
+  run.restored = tp::CheckpointRestore{};
+  run.restored->step = 12;
+  const json report = tp::build_report(run);
+  EXPECT_EQ(report["verdict"], "NONE");
+  const json& check = report["gate"]["checks"].back();
+  EXPECT_EQ(check["name"], "measured_steps");
+  EXPECT_EQ(check["status"], "none");
+  EXPECT_NE(check["reason"].get<std::string>().find("training already complete at step 12"),
+            std::string::npos)
+      << check.dump();
+  EXPECT_EQ(tp::exit_code_for("NONE"), 0);
+  EXPECT_NE(tp::render_summary(report).find("verdict: NONE"), std::string::npos);
+}
+
+TEST(Report, RunOfOnlyWarmUpStepsWarns) {
+  auto run = sample_run(0.0101);
+  run.steps_run = 2;
+  for (auto& steps : run.timings) steps.clear();
+  const json report = tp::build_report(run);
+  EXPECT_EQ(report["verdict"], "WARN");
+  const json& check = report["gate"]["checks"].back();
+  EXPECT_EQ(check["status"], "warn");
+  EXPECT_NE(check["reason"].get<std::string>().find("warm-up"), std::string::npos);
+}
+
+TEST(Report, FailStillWinsOverNothingMeasured) {
+  auto run = sample_run(0.0101);
+  run.steps_run = 0;
+  for (auto& steps : run.timings) steps.clear();
+  run.digests[1] = "ffffffffffffffffffffffffffffffff";
+  EXPECT_EQ(tp::build_report(run)["verdict"], "FAIL");
+}
+
+// A report is input too: its strings reach the terminal only as visible text.
+TEST(Report, SummaryShowsControlCharactersAsEscapes) {
+  auto run = sample_run(0.0101);
+  run.ranks[0].host = "node\x1b[2J\x1b]0;owned\x07\nverdict: FORGED\xc2\x9b";
+  const std::string summary = tp::render_summary(tp::build_report(run));
+  EXPECT_EQ(summary.find('\x1b'), std::string::npos);
+  EXPECT_EQ(summary.find('\x07'), std::string::npos);
+  EXPECT_EQ(summary.find("\xc2\x9b"), std::string::npos);  // C1 CSI, in UTF-8
+  EXPECT_EQ(summary.find("\nverdict: FORGED"), std::string::npos);
+  EXPECT_NE(summary.find("node\\x1B[2J"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\\nverdict: FORGED"), std::string::npos) << summary;
+}
+
 // Two async shared-file saves and a restore that set one damaged checkpoint aside.
 tp::RunRecord checkpoint_run() {
   tp::RunRecord run = sample_run();
