@@ -188,7 +188,8 @@ po::options_description drill_options() {
   group.add_options()
       ("launcher", po::value<std::string>()->default_value(""),
        "the command that starts the ranks, before the trainproof binary: \"mpirun -np 4\", or "
-       "inside a Slurm allocation \"srun --mpi=pmix\"")
+       "inside a Slurm allocation \"srun --mpi=pmix\". Run by the shell as written; command "
+       "line only (a scenario file may not set it)")
       ("drill.max_restarts", po::value<int>()->default_value(3),
        "relaunches with --resume auto after failures before the drill gives up")
       ("drill.reference_digest", po::value<std::string>()->default_value(""),
