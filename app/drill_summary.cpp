@@ -5,6 +5,7 @@
 
 #include "app/drill_verdict.h"
 #include "app/report.h"
+#include "app/report_text.h"
 
 namespace tp {
 namespace {
@@ -128,6 +129,7 @@ json drill_report(json final_report, const DrillResult& result, const DrillConte
   if (!report.contains("gate")) report["gate"] = {{"checks", json::array()}};
   report["gate"]["checks"].push_back(gate_check(result));
   report["verdict"] = verdict;
+  make_report_text_valid(report);
   return report;
 }
 

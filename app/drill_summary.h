@@ -21,7 +21,8 @@ struct DrillContext {
 };
 
 // The drill's report: the final run's report (or an empty one) with the drill section, the
-// drill's context, a `drill` gate check and the combined verdict.
+// drill's context, a `drill` gate check and the combined verdict. Every string is made UTF-8
+// (app/report_text.h), so the report can always be written.
 nlohmann::json drill_report(nlohmann::json final_report, const DrillResult& result,
                             const DrillContext& context);
 

@@ -176,6 +176,15 @@ TEST(DrillSummary, FailedDrillReportStandsAloneWithTheFirstProblemAsReason) {
   EXPECT_EQ(report["gate"]["checks"][0]["reason"], "first problem");
 }
 
+TEST(DrillSummary, ReportCanAlwaysBeWritten) {
+  tp::DrillResult result = passed_drill();
+  result.folder = "/ckpt/r\xe9sum\xe9/drill-x";
+  const json report = tp::drill_report(nullptr, result, tp::DrillContext{});
+  ASSERT_NO_THROW((void)report.dump());
+  EXPECT_EQ(report["drill"]["folder"], "/ckpt/r\\xE9sum\\xE9/drill-x");
+  EXPECT_EQ(report["context"]["escaped_strings"], json({"/drill/folder"}));
+}
+
 TEST(DrillSummary, FiredLineSaysWhereAndHowFastTheLauncherExited) {
   EXPECT_EQ(tp::fired_line(kill_at_step_12()),
             "drill: kill:rank=1,step=12,phase=compute fired on rank 1, step 12 compute; "
