@@ -1,10 +1,12 @@
-"""What a run records is always writable: bytes that are not UTF-8 (in an environment value, a
-scenario comment, checkpoint.dir) are escaped reversibly and listed, and the report is written
-after a complete run."""
+"""What a run records is always writable and never leaks a secret: bytes that are not UTF-8 (in an
+environment value, a scenario comment, checkpoint.dir) are escaped reversibly and listed, the
+report is written after a complete run, and secrets inside values, command lines and a drill's
+launcher are redacted, in the report and in the drill's files, which only their owner can read."""
 import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import unittest
@@ -92,6 +94,78 @@ class Hardening(unittest.TestCase):
                 part = part.replace("~1", "/").replace("~0", "~")
                 node = node[int(part)] if isinstance(node, list) else node[part]
             self.assertIsInstance(node, str)
+
+    def test_secrets_in_values_and_command_lines_are_redacted(self):
+        secrets = {
+            b"OMPI_MCA_tp_url": b"https://alice:tp-url-pass@example.org/repo",
+            b"UCX_TP_HEADER": b"Bearer tp-bearer-0123456789",
+            b"FI_TP_OPTIONS": b"mode=fast,token=tp-pair-token,level=2",
+            b"OMPI_MCA_tp_hf": b"hf_Qm7XpL2vKd9RtY4wZs8NbJ3cHf6GaE1uVo",
+            b"OMPI_MCA_tp_tag": b"5f2a9c81d04e7b36a1c9e8f20b7d4c53",
+        }
+        kept = {
+            b"SLURM_TP_TAG": b"5f2a9c81d04e7b36a1c9e8f20b7d4c53",
+            b"NCCL_TP_TAG": b"5f2a9c81d04e7b36a1c9e8f20b7d4c53",
+            b"CUDA_VISIBLE_DEVICES": b"GPU-8f6c9b1e-3a2d-4c5b-9e8f-1a2b3c4d5e6f",
+            b"SLURM_JOB_ID": b"4242",
+        }
+        scenario = scenario_with(self.tmp, b"# password = tp-scenario-pass\n"
+                                           b"# see https://bob:tp-scenario-url@host/x\n")
+        watchdog = os.path.join(self.tmp, b"hb-secret=tp-argv-secret")
+        proc, text = train(self.tmp, b"--scenario", scenario, b"--watchdog.dir=" + watchdog,
+                           env={**secrets, **kept})
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for leaked in (b"tp-url-pass", b"tp-bearer-0123456789", b"tp-pair-token",
+                       b"Qm7XpL2vKd9RtY4wZs8NbJ3cHf6GaE1uVo", b"tp-scenario-pass",
+                       b"tp-scenario-url", b"tp-argv-secret"):
+            self.assertNotIn(leaked, text)
+        env = json.loads(text)["context"]["environment"]
+        self.assertEqual(env["OMPI_MCA_tp_url"], "https://<redacted>@example.org/repo")
+        self.assertEqual(env["UCX_TP_HEADER"], "Bearer <redacted>")
+        self.assertEqual(env["FI_TP_OPTIONS"], "mode=fast,token=<redacted>,level=2")
+        self.assertEqual(env["OMPI_MCA_tp_hf"], "<redacted>")
+        self.assertEqual(env["OMPI_MCA_tp_tag"], "<redacted>")
+        # mpirun's own transport key is a secret by name.
+        if "OMPI_MCA_orte_precondition_transports" in env:
+            self.assertEqual(env["OMPI_MCA_orte_precondition_transports"], "<redacted>")
+        for name, value in kept.items():
+            self.assertEqual(env[name.decode()], value.decode(), name)
+        c = json.loads(text)["context"]
+        self.assertIn("password = <redacted>", c["scenario_text"])
+        self.assertIn("[model]", c["scenario_text"])
+        self.assertTrue(c["options"]["watchdog.dir"].endswith("hb-secret=<redacted>"))
+
+    def test_drill_files_are_private_and_hold_no_secret(self):
+        ckpt = os.path.join(self.tmp, b"ckpt-" + LATIN1)
+        report = os.path.join(self.tmp, b"drill.json")
+        launcher = f"env TP_API_TOKEN=tp-drill-token-77 {MPIEXEC} -np 2 --oversubscribe"
+        cmd = [os.fsencode(BIN), b"drill", b"--launcher", launcher.encode(), b"--scenario",
+               os.fsencode(TINY), b"--checkpoint.dir=" + ckpt, b"--checkpoint.every=4",
+               b"--train.steps=4", b"--log.level=warn", b"--report", report]
+        proc = subprocess.run(cmd, capture_output=True, timeout=240)
+        self.assertNotIn(b"tp-drill-token-77", proc.stdout + proc.stderr)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        with open(report, "rb") as f:
+            text = f.read()
+        self.assertNotIn(b"tp-drill-token-77", text)
+        drill = json.loads(text)
+        self.assertIn("TP_API_TOKEN=<redacted>", drill["drill"]["launcher"])
+        self.assertIn("/drill/folder", drill["context"]["escaped_strings"])
+        folder = unescape(drill["drill"]["folder"])
+        self.assertTrue(folder.startswith(ckpt))
+        self.assertEqual(stat.S_IMODE(os.stat(folder).st_mode), 0o700)
+        self.assertEqual(stat.S_IMODE(os.stat(report).st_mode), 0o600)
+        files = 0
+        for root, dirs, names in os.walk(folder):
+            for name in names:
+                path = os.path.join(root, name)
+                self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600, path)
+                with open(path, "rb") as f:
+                    self.assertNotIn(b"tp-drill-token-77", f.read(), path)
+                files += 1
+        self.assertGreater(files, 0)
+        with open(os.path.join(folder, b"run-0", b"command.txt"), "rb") as f:
+            self.assertIn(b"TP_API_TOKEN=<redacted>", f.read())
 
 
 if __name__ == "__main__":
