@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "app/build_info.h"
+#include "app/redact.h"
 #include "common/hdf5_info.h"
 #include "common/sysinfo.h"
 #include "kernels/cpu_backend.h"
@@ -21,20 +22,14 @@ namespace tp {
 
 nlohmann::json launcher_environment(const std::vector<std::string>& environment) {
   static const char* const kPrefixes[] = {"NCCL_", "OMPI_", "UCX_", "FI_", "SLURM_"};
-  static const char* const kSecrets[] = {"TOKEN", "KEY", "SECRET", "PASSWORD"};
   nlohmann::json out = nlohmann::json::object();
   for (const std::string& entry : environment) {
     const size_t eq = entry.find('=');
     if (eq == std::string::npos) continue;
     const std::string name = entry.substr(0, eq);
-    bool wanted = false;
+    bool wanted = name == "CUDA_VISIBLE_DEVICES";
     for (const char* prefix : kPrefixes) wanted = wanted || name.rfind(prefix, 0) == 0;
-    if (!wanted) continue;
-    std::string upper = name;
-    for (char& ch : upper) ch = char(std::toupper(static_cast<unsigned char>(ch)));
-    bool secret = false;
-    for (const char* word : kSecrets) secret = secret || upper.find(word) != std::string::npos;
-    out[name] = secret ? "<redacted>" : entry.substr(eq + 1);
+    if (wanted) out[name] = redact_variable(name, entry.substr(eq + 1));
   }
   return out;
 }
@@ -256,11 +251,12 @@ json build_context(const ContextInputs& in) {
   json ctx = tool_and_build(in.backends);
   ctx["start_time"] = in.start_time;
   ctx["end_time"] = utc_timestamp();
-  ctx["command_line"] = inv.argv;
+  ctx["command_line"] = redact_argv(inv.argv);
   ctx["scenario_file"] = inv.scenario_path.empty() ? json(nullptr) : json(inv.scenario_path);
-  ctx["scenario_text"] = inv.scenario_text.empty() ? json(nullptr) : json(inv.scenario_text);
+  ctx["scenario_text"] =
+      inv.scenario_text.empty() ? json(nullptr) : json(redact_text(inv.scenario_text));
   ctx["scenario_hash"] = scenario_hash(in.config);
-  ctx["options"] = effective_options(inv.options);
+  ctx["options"] = redact_options(effective_options(inv.options));
   ctx["world_size"] = in.world.size;
   ctx["hosts"] = in.world.hosts;
   json per_host = json::object();

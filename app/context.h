@@ -14,8 +14,8 @@
 
 namespace tp {
 
-// NCCL_*, OMPI_*, UCX_*, FI_* and SLURM_* variables; values of names containing TOKEN, KEY,
-// SECRET or PASSWORD are replaced by "<redacted>". `environment` holds NAME=VALUE entries.
+// NCCL_*, OMPI_*, UCX_*, FI_* and SLURM_* variables and CUDA_VISIBLE_DEVICES, each value redacted
+// by redact_variable (app/redact.h). `environment` holds NAME=VALUE entries.
 nlohmann::json launcher_environment(const std::vector<std::string>& environment);
 std::vector<std::string> process_environment();
 

@@ -4,7 +4,9 @@
 #include <cstdio>
 
 #include "app/drill_verdict.h"
+#include "app/redact.h"
 #include "app/report.h"
+#include "app/report_text.h"
 
 namespace tp {
 namespace {
@@ -50,7 +52,7 @@ json gate_check(const DrillResult& result) {
           {"status", pass ? "pass" : "fail"},
           {"reason", pass ? "final digest matches the reference after " +
                                 std::to_string(result.failures.size()) + " failure(s)"
-                          : result.problems.front()}};
+                          : redact_text(result.problems.front())}};
 }
 
 std::string format(const char* pattern, auto... values) {
@@ -99,7 +101,9 @@ json drill_json(const DrillResult& result) {
   json runs = json::array();
   for (const DrillRunEntry& run : result.runs)
     runs.push_back({{"name", run.name}, {"exit_code", run.exit_code}, {"dir", run.dir}});
-  return {{"launcher", result.launcher},
+  json problems = json::array();
+  for (const std::string& problem : result.problems) problems.push_back(redact_text(problem));
+  return {{"launcher", redact_text(result.launcher)},
           {"folder", result.folder},
           {"seed", result.seed},
           {"failures", failures},
@@ -109,7 +113,7 @@ json drill_json(const DrillResult& result) {
           {"final_digest", result.final_digest},
           {"digest_match", result.digest_match},
           {"runs", runs},
-          {"problems", result.problems},
+          {"problems", problems},
           {"rpo_steps", or_null(result.rpo_steps)},
           {"rpo_s", or_null(result.rpo_s)},
           {"rto_s", or_null(result.rto_s)},
@@ -124,10 +128,11 @@ json drill_report(json final_report, const DrillResult& result, const DrillConte
   report["drill"] = drill_json(result);
   report["context"]["drill"] = {{"started", context.started},
                                 {"ended", context.ended},
-                                {"command_line", context.command_line}};
+                                {"command_line", redact_argv(context.command_line)}};
   if (!report.contains("gate")) report["gate"] = {{"checks", json::array()}};
   report["gate"]["checks"].push_back(gate_check(result));
   report["verdict"] = verdict;
+  make_report_text_valid(report);
   return report;
 }
 
@@ -159,7 +164,8 @@ std::string drill_summary(const DrillResult& result, const std::string& report_p
   text += "  digest: reference " + result.reference_digest + ", final " +
           (result.final_digest.empty() ? std::string("none") : result.final_digest) + ": " +
           (result.digest_match ? "MATCH" : "DIFFER") + "\n";
-  for (const std::string& problem : result.problems) text += "  problem: " + problem + "\n";
+  for (const std::string& problem : result.problems)
+    text += "  problem: " + redact_text(problem) + "\n";
   text += "drill verdict: " + result.verdict + "\nreport: " + report_path + "\n";
   return text;
 }

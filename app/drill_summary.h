@@ -10,7 +10,7 @@
 namespace tp {
 
 nlohmann::json failure_json(const DrillFailure& failure);
-// The report's `drill` section.
+// The report's `drill` section; the launcher and the problems redacted.
 nlohmann::json drill_json(const DrillResult& result);
 
 // When the drill ran, and how it was invoked, for the report's context.
@@ -21,7 +21,9 @@ struct DrillContext {
 };
 
 // The drill's report: the final run's report (or an empty one) with the drill section, the
-// drill's context, a `drill` gate check and the combined verdict.
+// drill's context, a `drill` gate check and the combined verdict. The launcher, command line and
+// problems are redacted (app/redact.h) and every string is made UTF-8 (app/report_text.h), so
+// the report can always be written.
 nlohmann::json drill_report(nlohmann::json final_report, const DrillResult& result,
                             const DrillContext& context);
 

@@ -1,6 +1,8 @@
 #include "app/drill_supervisor.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,8 +15,10 @@
 #include <thread>
 
 #include "app/drill_logic.h"
+#include "app/redact.h"
 #include "common/clock.h"
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/sysinfo.h"
 #include "train/heartbeat.h"
 
@@ -48,6 +52,23 @@ pid_t spawn_in_own_group(const std::string& command, const std::string& log) {
   // Also here: the parent may signal the group before the child has run its own setpgid.
   ::setpgid(child, child);
   return child;
+}
+
+// A file only its owner reads: mode 0600 even when it existed with another.
+void write_private_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || ::fchmod(fd, 0600) != 0) {
+    const std::string reason = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw EnvironmentError("drill on " + host_name() + ": cannot write " + path + ": " + reason);
+  }
+  try {
+    write_all(fd, text.data(), text.size(), path);
+  } catch (const RuntimeError& e) {
+    ::close(fd);
+    throw EnvironmentError("drill on " + host_name() + ": " + e.what());
+  }
+  ::close(fd);
 }
 
 int exit_code_of(int status) {
@@ -93,7 +114,12 @@ void try_external_kill(DrillLaunch& run, const ExternalKillPlan& plan) {
 DrillSupervisor::DrillSupervisor(std::string launcher, std::string drill_dir, double run_timeout_s)
     : launcher_(std::move(launcher)),
       drill_dir_(std::move(drill_dir)),
-      run_timeout_s_(run_timeout_s) {}
+      run_timeout_s_(run_timeout_s) {
+  // Command lines, environments and reports may hold what the user would not show others.
+  ::umask(077);
+  std::error_code ignored;
+  fs::permissions(drill_dir_, fs::perms::owner_all, fs::perm_options::replace, ignored);
+}
 
 std::string DrillSupervisor::command_for(const DrillLaunch& run,
                                          const std::vector<std::string>& args) const {
@@ -113,8 +139,9 @@ DrillLaunch DrillSupervisor::launch(const std::string& name, const std::vector<s
   run.dir = drill_dir_ + "/" + name;
   fs::create_directories(run.heartbeats());
   const std::string command = command_for(run, args);
-  std::ofstream(run.dir + "/command.txt") << command << '\n';
-  std::printf("drill: %s: %s\n", name.c_str(), command.c_str());
+  const std::string shown = redact_text(command);
+  write_private_file(run.dir + "/command.txt", shown + "\n");
+  std::printf("drill: %s: %s\n", name.c_str(), shown.c_str());
   std::fflush(stdout);
 
   run.start_unix = unix_seconds();

@@ -38,10 +38,14 @@ struct DrillLaunch {
 
 class DrillSupervisor {
  public:
+  // Makes drill_dir readable by its owner only (0700) and the process's umask 077, so that every
+  // file the drill and the launches it starts write is 0600: they hold command lines,
+  // environments and reports.
   DrillSupervisor(std::string launcher, std::string drill_dir, double run_timeout_s);
 
   // Runs `<launcher> trainproof train <args>` in drill_dir/<name>, with that folder's report and
   // heartbeat paths added, and returns when the launcher and everything it started have ended.
+  // The command, redacted (app/redact.h), is printed and kept in command.txt.
   DrillLaunch launch(const std::string& name, const std::vector<std::string>& args,
                      const std::optional<ExternalKillPlan>& external);
 

@@ -1,6 +1,7 @@
 #include "app/run_facts.h"
 
 #include "app/context.h"
+#include "app/report_text.h"
 #include "common/sysinfo.h"
 #include "mpi/gather.h"
 
@@ -34,9 +35,8 @@ RankLoad load_of(const DatasetBatchSource* loader, const World& world) {
 HostGpuFacts gather_gpu_facts(const World& world, const Backends& backends) {
   std::string mine;
   if (world.local_rank == 0 && backends.gpu)
-    mine = nlohmann::json{{"gpus", gpu_inventory(backends.gpu->inventory(), world.host)},
-                          {"warnings", gpu_clock_warnings(gpu_clock_query_output(), world.host)}}
-               .dump();
+    mine = dump_escaped({{"gpus", gpu_inventory(backends.gpu->inventory(), world.host)},
+                         {"warnings", gpu_clock_warnings(gpu_clock_query_output(), world.host)}});
   HostGpuFacts facts;
   for (const std::string& host : gather_strings_at_root(world, mine)) {
     if (host.empty()) continue;

@@ -13,6 +13,7 @@
 #include "app/context.h"
 #include "app/mpi_command.h"
 #include "app/report.h"
+#include "app/report_text.h"
 #include "app/run_facts.h"
 #include "app/summary.h"
 #include "app/train_setup.h"
@@ -168,7 +169,8 @@ int report_run(const Invocation& inv, const TrainConfig& cfg, const World& world
     RunRecord record =
         record_of(cfg, run, std::move(facts), backends.comm->timing_method(cfg.overlap));
     record.context = build_context(context);
-    const json report = build_report(record);
+    json report = build_report(record);
+    make_report_text_valid(report);
     const std::string path = inv.options["report"].as<std::string>();
     write_report(path, report);
     std::cout << '\n'

@@ -55,6 +55,8 @@ class ReportContract(unittest.TestCase):
         self.assertEqual(c["backends"]["compute"], "cpu")
         self.assertEqual(c["backends"]["comm"], "mpi")
         self.assertIsInstance(c["warnings"], list)
+        self.assertEqual(c["escaped_strings"], [])
+        self.assertEqual(c["escaped_keys"], [])
         self.assertEqual(c["options"]["train.steps"], 12)
 
     def test_train(self):

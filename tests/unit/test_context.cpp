@@ -22,6 +22,22 @@ TEST(Context, KeepsLauncherVariablesAndRedactsSecrets) {
     EXPECT_EQ(env[secret], "<redacted>") << secret;
 }
 
+TEST(Context, RedactsSecretsInsideValuesAndKeepsWhatTheReportNeeds) {
+  const auto env = tp::launcher_environment(
+      {"OMPI_MCA_foo=https://user:pass@host/x", "UCX_HEADER=Bearer abc.def",
+       "FI_OPTS=mode=1,token=t0k", "OMPI_MCA_orte_precondition_transports=ba2b7f57-e470586a",
+       "OMPI_MCA_tag=5f2a9c81d04e7b36a1c9e8f20b7d4c53", "SLURM_JOB_ID=1234567890", "NCCL_ALGO=Ring",
+       "CUDA_VISIBLE_DEVICES=GPU-8f6c9b1e-3a2d-4c5b-9e8f-1a2b3c4d5e6f"});
+  EXPECT_EQ(env["OMPI_MCA_foo"], "https://<redacted>@host/x");
+  EXPECT_EQ(env["UCX_HEADER"], "Bearer <redacted>");
+  EXPECT_EQ(env["FI_OPTS"], "mode=1,token=<redacted>");
+  EXPECT_EQ(env["OMPI_MCA_orte_precondition_transports"], "<redacted>");
+  EXPECT_EQ(env["OMPI_MCA_tag"], "<redacted>");
+  EXPECT_EQ(env["SLURM_JOB_ID"], "1234567890");
+  EXPECT_EQ(env["NCCL_ALGO"], "Ring");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "GPU-8f6c9b1e-3a2d-4c5b-9e8f-1a2b3c4d5e6f");
+}
+
 TEST(Context, TimingWarnings) {
   // A quiet environment: as many CPUs as ranks, a governor that does not ramp, an optimised build
   // without sanitizers, enough steps for percentiles.

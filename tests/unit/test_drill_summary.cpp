@@ -176,6 +176,25 @@ TEST(DrillSummary, FailedDrillReportStandsAloneWithTheFirstProblemAsReason) {
   EXPECT_EQ(report["gate"]["checks"][0]["reason"], "first problem");
 }
 
+TEST(DrillSummary, ReportRedactsTheLauncherAndCanAlwaysBeWritten) {
+  tp::DrillResult result = passed_drill();
+  result.launcher = "env HF_TOKEN=hf_secret mpirun -np 2";
+  result.folder = "/ckpt/r\xe9sum\xe9/drill-x";
+  result.problems = {"run-0 failed: curl https://u:hf_pass@host"};
+  const json report = tp::drill_report(
+      nullptr, result,
+      tp::DrillContext{"t0", "t1", {"trainproof", "drill", "--launcher", result.launcher}});
+  std::string text;
+  ASSERT_NO_THROW(text = report.dump());
+  EXPECT_EQ(text.find("hf_secret"), std::string::npos) << text;
+  EXPECT_EQ(text.find("hf_pass"), std::string::npos) << text;
+  EXPECT_EQ(report["drill"]["launcher"], "env HF_TOKEN=<redacted> mpirun -np 2");
+  EXPECT_EQ(report["context"]["drill"]["command_line"][3], "env HF_TOKEN=<redacted> mpirun -np 2");
+  EXPECT_EQ(report["drill"]["folder"], "/ckpt/r\\xE9sum\\xE9/drill-x");
+  EXPECT_EQ(report["context"]["escaped_strings"], json({"/drill/folder"}));
+  EXPECT_EQ(tp::drill_summary(result, "r.json").find("hf_pass"), std::string::npos);
+}
+
 TEST(DrillSummary, FiredLineSaysWhereAndHowFastTheLauncherExited) {
   EXPECT_EQ(tp::fired_line(kill_at_step_12()),
             "drill: kill:rank=1,step=12,phase=compute fired on rank 1, step 12 compute; "

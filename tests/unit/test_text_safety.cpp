@@ -1,0 +1,42 @@
+#include "common/text_safety.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <random>
+#include <string>
+
+TEST(TextSafety, ValidUtf8IsAcceptedAsTheSerialiserAcceptsIt) {
+  for (const std::string& text :
+       {std::string(), std::string("plain ascii"), std::string("r\xc3\xa9sum\xc3\xa9"),
+        std::string("\xe2\x82\xac"), std::string("\xf0\x9f\x98\x80"), std::string("nul\0in", 6)})
+    EXPECT_TRUE(tp::valid_utf8(text)) << text;
+  // A Latin-1 byte, a lone continuation, a truncated sequence, an overlong '/', a surrogate, a
+  // code point past U+10FFFF, and bytes that never occur.
+  for (const std::string& text :
+       {std::string("r\xe9sum\xe9"), std::string("\x80"), std::string("\xe2\x82"),
+        std::string("\xc0\xaf"), std::string("\xe0\x80\xaf"), std::string("\xed\xa0\x80"),
+        std::string("\xf4\x90\x80\x80"), std::string("\xfe\xff")})
+    EXPECT_FALSE(tp::valid_utf8(text)) << text;
+}
+
+TEST(TextSafety, InvalidBytesAreEscapedAsHexAndBackslashesDoubled) {
+  EXPECT_EQ(tp::escape_invalid_utf8("r\xe9sum\xe9"), "r\\xE9sum\\xE9");
+  EXPECT_EQ(tp::escape_invalid_utf8("C:\\dir\\\xff"), "C:\\\\dir\\\\\\xFF");
+  // Valid sequences beside invalid bytes stay as they are.
+  EXPECT_EQ(tp::escape_invalid_utf8("\xc3\xa9\xe9"), "\xc3\xa9\\xE9");
+  // A truncated sequence: each of its bytes is escaped, the next valid one kept.
+  EXPECT_EQ(tp::escape_invalid_utf8("\xe2\x82x"), "\\xE2\\x82x");
+}
+
+TEST(TextSafety, EscapingIsReversibleAndAlwaysSerialisable) {
+  std::mt19937 draw(12);
+  for (int round = 0; round < 2000; ++round) {
+    std::string bytes(size_t(draw() % 24), '\0');
+    for (char& byte : bytes) byte = char(draw() % 4 == 0 ? '\\' : draw() % 256);
+    const std::string escaped = tp::escape_invalid_utf8(bytes);
+    ASSERT_TRUE(tp::valid_utf8(escaped));
+    ASSERT_NO_THROW((void)nlohmann::json(escaped).dump());
+    ASSERT_EQ(tp::unescape_invalid_utf8(escaped), bytes);
+  }
+}
