@@ -2,12 +2,14 @@
 // into this rank's part of the state, falling back past damage (docs/checkpoint.md, "Restore").
 #include <mpi.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "checkpoint/hdf5_image.h"
+#include "checkpoint/manifest.h"
 #include "checkpoint/mapped_file.h"
 #include "checkpoint/shared_file.h"
 #include "checkpoint/slices.h"
@@ -16,31 +18,108 @@
 #include "mpi/check.h"
 
 namespace tp {
+namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
-std::string CheckpointStore::read_rank_file(const std::string& folder, const json& manifest,
-                                            Slice slice, TrainingState& mine,
-                                            uint64_t& bytes) const {
-  const json files = manifest.value("files", json::array());
-  const json entry = files.is_array() && files.size() > size_t(world_.rank)
-                         ? files[size_t(world_.rank)]
-                         : json::object();
-  if (entry.empty()) return "MANIFEST.json lists no file for rank " + std::to_string(world_.rank);
-  const std::string path = folder + "/" + entry.value("name", rank_checkpoint_file(world_.rank));
-  const uint64_t expected = entry.value("bytes", uint64_t(0));
-  if (options_.cold_read) drop_page_cache(path);
-  MappedFile image;
+// A manifest lists a few hundred bytes per rank; anything far larger is not one, and is not read
+// into memory and broadcast.
+constexpr uint64_t kLargestManifest = uint64_t(64) << 20;
+
+// Rank 0's read of MANIFEST.json, through the opened step folder: "" with `text`, or what is wrong.
+std::string read_manifest_text(const std::string& folder, std::string& text) {
+  const CheckpointFolder step(folder);
   std::string why;
+  const ReadOnlyFile file = step.open_file("MANIFEST.json", why);
+  if (!file.is_open()) return why;
+  const std::string path = step.path_of("MANIFEST.json");
+  if (file.size() > kLargestManifest)
+    return path + " has " + std::to_string(file.size()) + " bytes; a manifest is not that large";
+  text.resize(size_t(file.size()));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(file.fd(), &text[done], text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return "cannot read " + path + ": " + std::strerror(errno);
+    if (n == 0) break;
+    done += size_t(n);
+  }
+  text.resize(done);
+  return "";
+}
+
+// Collective. The folder's manifest, parsed and type-checked alike on every rank; "" or what is
+// wrong with it.
+std::string load_manifest(const World& world, const std::string& folder,
+                          CheckpointManifest& manifest) {
+  std::string text;
+  const std::string unread =
+      first_problem(world, world.rank == 0 ? read_manifest_text(folder, text) : "");
+  text = broadcast_from_root(world, text);
+  if (!unread.empty()) return unread;
+  return parse_manifest(text, fs::path(folder).filename().string(), manifest);
+}
+
+// A manifest that contradicts the run is not damage: it is the wrong run, and a fallback would
+// silently restore an older state of another scenario. Every rank throws alike.
+void refuse_another_run(const std::string& folder, const CheckpointManifest& manifest,
+                        int world_size, const std::string& scenario_hash,
+                        const std::string& label) {
+  const std::string written =
+      layout_label(manifest.layout == "shared-file" ? CheckpointLayout::shared_file
+                                                    : CheckpointLayout::file_per_rank,
+                   manifest.shard_optimizer);
+  if (manifest.world_size != world_size)
+    throw UsageError("checkpoint " + folder + " was written by " +
+                     std::to_string(manifest.world_size) + " ranks; this run has " +
+                     std::to_string(world_size) + " (resharding is not supported)");
+  if (manifest.scenario_hash != scenario_hash)
+    throw UsageError("checkpoint " + folder + " has scenario hash " + manifest.scenario_hash +
+                     "; this run's is " + scenario_hash +
+                     " (a model, seed, optimizer, batch or dtype option differs)");
+  if (written != label)
+    throw UsageError("checkpoint " + folder + " was written with layout " + written +
+                     "; this run asks for " + label +
+                     " (set checkpoint.layout and checkpoint.shard_optimizer to match)");
+}
+
+// Renames a damaged folder out of the way: `*.corrupt`, or `*.corrupt.N` when an earlier restore
+// set a folder of that step aside already. Returns the new name, or "" when it cannot be renamed.
+std::string set_aside(const std::string& folder) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string target = folder + ".corrupt";
+    if (attempt > 0) target += '.' + std::to_string(attempt);
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(target, ec))) continue;
+    fs::rename(folder, target, ec);
+    if (!ec) return target;
+    spdlog::warn("cannot rename {} to {}: {}", folder, target, ec.message());
+    return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string CheckpointStore::read_rank_file(const std::string& folder,
+                                            const CheckpointManifest& manifest, Slice slice,
+                                            TrainingState& mine, uint64_t& bytes) const {
+  const ManifestFile& entry = manifest.files[size_t(world_.rank)];
+  const CheckpointFolder step(folder);
+  const std::string path = step.path_of(entry.name);
+  std::string why;
+  const ReadOnlyFile file = step.open_file(entry.name, why);
+  if (!file.is_open()) return why;
+  if (options_.cold_read) drop_page_cache(file);
+  MappedFile image;
   const double t0 = clock_.local_now();
-  if (!image.map_and_hash(path, why)) return why;
+  if (!image.map_and_hash(file, path, why)) return why;
   const double t1 = clock_.local_now();
   bytes = image.size();
-  if (image.size() != expected)
+  if (image.size() != entry.bytes)
     return path + " has " + std::to_string(image.size()) + " bytes; the manifest says " +
-           std::to_string(expected);
-  if (image.checksum() != entry.value("xxh3_128", "")) return path + " fails its xxh3-128 checksum";
+           std::to_string(entry.bytes);
+  if (image.checksum() != entry.xxh3_128) return path + " fails its xxh3-128 checksum";
   CheckpointMeta meta;
   try {
     decode_checkpoint_image(image.data(), image.size(), path, mine, meta);
@@ -49,35 +128,33 @@ std::string CheckpointStore::read_rank_file(const std::string& folder, const jso
   }
   spdlog::debug("restore {}: read+hash {:.3f} s, decode {:.3f} s", path, t1 - t0,
                 clock_.local_now() - t1);
+  if (meta.step != manifest.step)
+    return path + " holds step " + std::to_string(meta.step) + "; the manifest says step " +
+           std::to_string(manifest.step);
   if (meta.slice_begin != slice.begin || meta.slice_end != slice.end)
     return path + " holds elements " + elements_text(meta.slice_begin, meta.slice_end) + "; rank " +
            std::to_string(world_.rank) + " needs " + elements_text(slice.begin, slice.end);
   return "";
 }
 
-std::string CheckpointStore::read_shared_slab(const std::string& folder, const json& manifest,
-                                              Slice slice, TrainingState& mine,
-                                              uint64_t& bytes) const {
-  const json files = manifest.value("files", json::array());
-  const json entry = files.is_array() && !files.empty() ? files[0] : json::object();
-  const std::string path = folder + "/" + entry.value("name", std::string(kSharedCheckpointFile));
-  const json& slabs = entry.contains("slabs") ? entry["slabs"] : json::array();
-  // Size and manifest are checked on every rank and agreed on before the collective open, so a
-  // damaged folder never leaves one rank inside HDF5 while the others have moved on.
+std::string CheckpointStore::read_shared_slab(const std::string& folder,
+                                              const CheckpointManifest& manifest, Slice slice,
+                                              TrainingState& mine, uint64_t& bytes) const {
+  const ManifestFile& entry = manifest.files[0];
+  const CheckpointFolder step(folder);
+  const std::string path = step.path_of(entry.name);
+  // The file is checked on every rank, and all agree, before the collective open, so a damaged
+  // folder never leaves one rank inside HDF5 while the others have moved on. MPI-IO opens it again
+  // by path; the identity check after the read makes sure that was the file checked here.
   std::string problem;
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec)
-    problem = "cannot open " + path + ": " + ec.message();
-  else if (size != entry.value("bytes", uint64_t(0)))
-    problem = path + " has " + std::to_string(size) + " bytes; the manifest says " +
-              std::to_string(entry.value("bytes", uint64_t(0)));
-  else if (!slabs.is_array() || slabs.size() != size_t(world_.size))
-    problem = "MANIFEST.json does not list one slab per rank";
+  const ReadOnlyFile file = step.open_file(entry.name, problem);
+  if (file.is_open() && file.size() != entry.bytes)
+    problem = path + " has " + std::to_string(file.size()) + " bytes; the manifest says " +
+              std::to_string(entry.bytes);
   problem = first_problem(world_, problem);
   if (!problem.empty()) return problem;
 
-  if (options_.cold_read) drop_page_cache(path);
+  if (options_.cold_read) drop_page_cache(file);
   CheckpointMeta meta;
   const double read_start = clock_.local_now();
   try {
@@ -88,11 +165,15 @@ std::string CheckpointStore::read_shared_slab(const std::string& folder, const j
   bytes = state_bytes(mine);
   spdlog::debug("restore {}: slab of {} bytes read in {:.3f} s", path, bytes,
                 clock_.local_now() - read_start);
-  const json& slab = slabs[size_t(world_.rank)];
-  if (slab.value("elements", json::array()) != json{slice.begin, slice.end})
+  if (!step.still_names(entry.name, file)) return path + " was replaced while it was read";
+  if (meta.step != manifest.step)
+    return path + " holds step " + std::to_string(meta.step) + "; the manifest says step " +
+           std::to_string(manifest.step);
+  const ManifestSlab& slab = entry.slabs[size_t(world_.rank)];
+  if (slab.begin != slice.begin || slab.end != slice.end)
     return path + ": the manifest's slab for rank " + std::to_string(world_.rank) +
            " is not elements " + elements_text(slice.begin, slice.end);
-  if (slab_checksum(mine) != slab.value("xxh3_128", ""))
+  if (slab_checksum(mine) != slab.xxh3_128)
     return path + ": the slab of rank " + std::to_string(world_.rank) + " (elements " +
            elements_text(slice.begin, slice.end) + ") fails its xxh3-128 checksum";
   return "";
@@ -108,78 +189,33 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
         world_, world_.rank == 0 && next < candidates.size() ? candidates[next].second : "");
     if (folder.empty()) return std::nullopt;
 
-    std::string manifest_text;
-    if (world_.rank == 0) {
-      std::ifstream in(folder + "/MANIFEST.json");
-      std::stringstream buffer;
-      buffer << in.rdbuf();
-      manifest_text = buffer.str();
-    }
-    manifest_text = broadcast_from_root(world_, manifest_text);
-    std::string problem;
-    json manifest;
-    try {
-      manifest = json::parse(manifest_text);
-      if (manifest.value("format", "") != kCheckpointFormat)
-        problem = "MANIFEST.json has an unknown format";
-    } catch (const json::exception& e) {
-      problem = std::string("MANIFEST.json does not parse: ") + e.what();
-    }
+    CheckpointManifest manifest;
+    std::string problem = load_manifest(world_, folder, manifest);
     if (problem.empty()) {
-      const int writers = manifest.value("world_size", -1);
-      const std::string hash = manifest.value("scenario_hash", "");
-      const std::string written = layout_label(manifest.value("layout", "") == "shared-file"
-                                                   ? CheckpointLayout::shared_file
-                                                   : CheckpointLayout::file_per_rank,
-                                               manifest.value("shard_optimizer", false));
-      if (writers != world_.size)
-        throw UsageError("checkpoint " + folder + " was written by " + std::to_string(writers) +
-                         " ranks; this run has " + std::to_string(world_.size) +
-                         " (resharding is not supported)");
-      if (hash != scenario_hash_)
-        throw UsageError("checkpoint " + folder + " has scenario hash " + hash +
-                         "; this run's is " + scenario_hash_ +
-                         " (a model, seed, optimizer, batch or dtype option differs)");
-      if (written != label)
-        throw UsageError("checkpoint " + folder + " was written with layout " + written +
-                         "; this run asks for " + label +
-                         " (set checkpoint.layout and checkpoint.shard_optimizer to match)");
+      refuse_another_run(folder, manifest, world_.size, scenario_hash_, label);
+      problem = ranks_not_covered(manifest);
     }
 
     // Every rank reads and verifies what it needs; nothing reaches the state until all agree.
     const double start = clock_.local_now();
-    // The manifest is the same on every rank, so whatever it lacks fails on every rank alike.
     // One written before slices existed has no total: the whole replica is every rank's part.
-    uint64_t total = 0;
-    if (problem.empty()) {
-      try {
-        total = manifest.value("total_elements", state.params.size());
-      } catch (const json::exception& e) {
-        problem = std::string("MANIFEST.json: ") + e.what();
-      }
-    }
+    const uint64_t total = manifest.total_elements.value_or(state.params.size());
     const Slice slice = sliced() ? rank_slice(total, world_.rank, world_.size) : Slice{0, total};
     // A whole replica decodes straight into the caller's buffers (which the caller imports only
     // on success); a slice decodes apart and is assembled once every rank's slice verifies.
     TrainingState slice_state;
     TrainingState& mine = sliced() ? slice_state : state;
     uint64_t bytes = 0;
-    if (problem.empty()) {
-      try {
-        problem = options_.layout == CheckpointLayout::shared_file
-                      ? read_shared_slab(folder, manifest, slice, mine, bytes)
-                      : read_rank_file(folder, manifest, slice, mine, bytes);
-      } catch (const json::exception& e) {
-        problem = folder + "/MANIFEST.json: " + e.what();
-      }
-    }
+    if (problem.empty())
+      problem = options_.layout == CheckpointLayout::shared_file
+                    ? read_shared_slab(folder, manifest, slice, mine, bytes)
+                    : read_rank_file(folder, manifest, slice, mine, bytes);
     const std::string first = first_problem(world_, problem);
     if (!first.empty()) {
       if (world_.rank == 0) {
-        spdlog::warn("checkpoint {} is damaged ({}); renamed *.corrupt, trying the previous one",
-                     folder, first);
-        std::error_code ec;
-        fs::rename(folder, folder + ".corrupt", ec);
+        const std::string aside = set_aside(folder);
+        spdlog::warn("checkpoint {} is damaged ({}); {}, trying the previous one", folder, first,
+                     aside.empty() ? "it could not be renamed" : "renamed " + aside);
       }
       result.rejected.push_back(folder + ": " + first);
       mpiCheck(MPI_Barrier(world_.comm));

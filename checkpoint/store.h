@@ -27,6 +27,7 @@ namespace tp {
 inline constexpr const char* kCheckpointFormat = "trainproof.checkpoint/1";
 
 enum class CheckpointLayout { file_per_rank, shared_file };
+struct CheckpointManifest;  // checkpoint/manifest.h
 
 struct CheckpointOptions {
   std::string dir;
@@ -108,9 +109,9 @@ class CheckpointStore {
   bool sliced() const;
   void fault_point(int64_t step, const char* point) const;
   // Read and verify this rank's part of a checkpoint into `mine`; "" or what is wrong.
-  std::string read_rank_file(const std::string& folder, const nlohmann::json& manifest, Slice slice,
-                             TrainingState& mine, uint64_t& bytes) const;
-  std::string read_shared_slab(const std::string& folder, const nlohmann::json& manifest,
+  std::string read_rank_file(const std::string& folder, const CheckpointManifest& manifest,
+                             Slice slice, TrainingState& mine, uint64_t& bytes) const;
+  std::string read_shared_slab(const std::string& folder, const CheckpointManifest& manifest,
                                Slice slice, TrainingState& mine, uint64_t& bytes) const;
   std::vector<std::pair<int64_t, std::string>> committed() const;  // newest first
   void retain(int64_t newest);

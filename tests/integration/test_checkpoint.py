@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 from harness import (CheckpointCase, BIN, MPIEXEC, TINY, flip_byte, main, mpirun,
@@ -111,6 +112,65 @@ class Checkpoint(CheckpointCase):
             manifest["files"][0]["xxh3_128"] = "0" * 32
             json.dump(manifest, open(path, "w"))
         self.assertIn("checksum", self.damage_newest_and_resume(lie))
+
+    def edit_manifest(self, folder, change):
+        path = os.path.join(folder, "MANIFEST.json")
+        with open(path) as f:
+            manifest = json.load(f)
+        change(manifest)
+        with open(path, "w") as f:
+            json.dump(manifest, f)
+
+    def test_fifo_in_place_of_a_rank_file_falls_back_without_blocking(self):
+        # Rank 1 alone meets the FIFO. A rank blocked opening it would hang the job: after 30 s
+        # a guard opens the FIFO's write end (which releases the open) and the test fails.
+        fifo = os.path.join(self.folder(8), "rank-00001.h5")
+        released = threading.Event()
+        done = threading.Event()
+
+        def guard():
+            if done.wait(30):
+                return
+            while not done.wait(0.05):
+                try:
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                    released.set()
+                except OSError:
+                    pass
+
+        def make_fifo(folder):
+            os.remove(fifo)
+            os.mkfifo(fifo)
+            threading.Thread(target=guard, daemon=True).start()
+        try:
+            reason = self.damage_newest_and_resume(make_fifo)
+        finally:
+            done.set()
+        self.assertFalse(released.is_set(), "the restore blocked opening a FIFO")
+        self.assertIn("rank-00001.h5 is not a regular file (a FIFO)", reason)
+
+    def test_manifest_field_of_the_wrong_type_falls_back(self):
+        def mistype(folder):
+            self.edit_manifest(folder, lambda m: m.update(world_size="2"))
+        self.assertIn('MANIFEST.json: world_size must be an integer from 1 to 2147483647, not "2"',
+                      self.damage_newest_and_resume(mistype))
+
+    def test_manifest_name_leaving_the_folder_falls_back(self):
+        # The name leads to a valid copy of the file outside the folder: never opened.
+        def escape(folder):
+            outside = os.path.join(self.tmp, "x")
+            os.makedirs(outside)
+            shutil.copy(os.path.join(folder, "rank-00001.h5"), outside)
+            self.edit_manifest(folder, lambda m: m["files"][1].update(name="../../x/rank-00001.h5"))
+        self.assertIn("files[1].name must be a plain file name",
+                      self.damage_newest_and_resume(escape))
+
+    def test_folder_holding_another_steps_checkpoint_falls_back(self):
+        def swap(folder):
+            shutil.rmtree(folder)
+            shutil.copytree(self.folder(4), folder)
+        self.assertIn("MANIFEST.json says step 4; the folder is step-00000008",
+                      self.damage_newest_and_resume(swap))
 
     def test_retention_keeps_exactly_n(self):
         run = mpirun(1, f"--checkpoint.dir={self.dir}", "--checkpoint.every=2",
