@@ -257,7 +257,9 @@ std::string help_text(const std::string& subcommand) {
            "[options]\n"
            "Writes data.samples samples (content from train.seed) in data.files shards of\n"
            "data.format, with a checksum per sample and data.dir/index.json. Running it again\n"
-           "with the same parameters does nothing; with others it is an error unless --force.\n";
+           "with the same parameters does nothing; with others it is an error unless --force.\n"
+           "Before writing anything it checks that data.dir's filesystem has room for the\n"
+           "whole dataset (exit 2 naming the bytes needed and free otherwise).\n";
   } else if (subcommand == "drill") {
     out << "usage: trainproof drill --launcher \"mpirun -np N\" [--scenario FILE] [options]\n"
            "Not an MPI rank: runs the launcher itself. A reference run, then the run with the\n"

@@ -109,6 +109,22 @@ uint64_t dataset_bytes(const DatasetSpec& spec) {
   return bytes;
 }
 
+uint64_t dataset_bytes_on_storage(const DatasetSpec& spec) {
+  constexpr uint64_t kBlock = 4096, kHdf5Metadata = 64 << 10, kIndexPerShard = 128;
+  uint64_t bytes = kBlock + kIndexPerShard * uint64_t(spec.files);  // index.json
+  for (int f = 0; f < spec.files; ++f) {
+    const uint64_t samples = uint64_t(shard_first(spec, f + 1) - shard_first(spec, f));
+    uint64_t data = samples * uint64_t(spec.sample_bytes);
+    if (spec.format == "hdf5") {
+      // Chunks are allocated whole, up front.
+      const uint64_t chunk = std::min<uint64_t>(kChunkBytes, std::max<uint64_t>(data, 1));
+      data = (data + chunk - 1) / chunk * chunk + kHdf5Metadata;
+    }
+    bytes += data + 24 * samples + 2 * kBlock;  // each of the two files ends in a partial block
+  }
+  return bytes;
+}
+
 int64_t shard_first(const DatasetSpec& spec, int shard) {
   return spec.samples * int64_t(shard) / int64_t(spec.files);
 }

@@ -51,6 +51,10 @@ uint64_t sample_checksum(const unsigned char* bytes, size_t length);
 
 // Bytes of all samples (the lengths alone decide it; no content is generated).
 uint64_t dataset_bytes(const DatasetSpec& spec);
+// What prepare-data will write, without visiting every sample: data.samples times
+// data.sample_bytes (exact when data.spread is 0; lengths spread evenly about it otherwise), 24
+// bytes of index per sample, and per shard what its format and the filesystem's blocks add.
+uint64_t dataset_bytes_on_storage(const DatasetSpec& spec);
 
 // Shard f holds samples [shard_first(f), shard_first(f + 1)).
 int64_t shard_first(const DatasetSpec& spec, int shard);

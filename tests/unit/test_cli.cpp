@@ -142,8 +142,8 @@ TEST(Cli, DataSizesOutOfRangeNameTheirBound) {
   std::istringstream words(tp::help_text("prepare-data"));
   std::string help, word;
   while (words >> word) help += word + " ";
-  for (const char* bound :
-       {"1 to 1024", "0 to 1024", "1 to 100000", "to 4294967296", "1 to 1073741824"})
+  for (const char* bound : {"1 to 1024", "0 to 1024", "1 to 100000", "to 4294967296",
+                            "1 to 1073741824", "has room for the"})
     EXPECT_NE(help.find(bound), std::string::npos) << bound;
 }
 
