@@ -6,6 +6,8 @@
 
 #include "app/cli_options.h"
 #include "common/errors.h"
+#include "data/dataset.h"
+#include "data/loader.h"
 
 namespace tp {
 namespace {
@@ -31,13 +33,6 @@ std::string read_file(const std::string& path) {
 
 int64_t positive(const po::variables_map& vm, const char* name) {
   const int64_t value = vm[name].as<int64_t>();
-  if (value <= 0)
-    throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
-  return value;
-}
-
-int64_t positive_int(const po::variables_map& vm, const char* name) {
-  const int value = vm[name].as<int>();
   if (value <= 0)
     throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
   return value;
@@ -139,19 +134,28 @@ void read_checkpointing(const po::variables_map& vm, TrainConfig& c) {
                      (c.checkpoint_every > 0 ? "" : c.resume) + " needs checkpoint.dir");
 }
 
-// The dataset's shape and how it is read.
+// An integer option (int or int64_t) within [low, high]; the error names both bounds.
+template <typename T>
+T bounded(const po::variables_map& vm, const char* name, T low, T high, const char* what) {
+  const T value = vm[name].as<T>();
+  if (value < low || value > high)
+    throw UsageError(std::string(name) + "=" + std::to_string(value) + " is out of range [" +
+                     std::to_string(low) + ", " + std::to_string(high) + "] (" + what + ")");
+  return value;
+}
+
+// The dataset's shape and how it is read, each within the bounds data/ reads an index with.
 DataConfig data_from(const po::variables_map& vm) {
   DataConfig d;
   d.dir = vm["data.dir"].as<std::string>();
   d.format = one_of(vm, "data.format", {"raw", "hdf5"});
-  d.files = int(positive_int(vm, "data.files"));
-  d.samples = positive(vm, "data.samples");
-  d.sample_bytes = positive(vm, "data.sample_bytes");
-  d.spread = in_range(vm, "data.spread", 0.0, 0.99, false);
-  d.readers = int(positive_int(vm, "data.readers"));
-  d.prefetch = vm["data.prefetch"].as<int>();
-  if (d.prefetch < 0 || d.prefetch > 1024)
-    throw UsageError("data.prefetch must be in [0, 1024], got " + std::to_string(d.prefetch));
+  d.files = bounded(vm, "data.files", 1, kMaxDatasetFiles, "shards");
+  d.samples = bounded<int64_t>(vm, "data.samples", 1, kMaxDatasetSamples, "samples");
+  d.sample_bytes =
+      bounded<int64_t>(vm, "data.sample_bytes", 1, kMaxSampleBytes, "bytes per sample, 1 GiB");
+  d.spread = in_range(vm, "data.spread", 0.0, kMaxSpread, false);
+  d.readers = bounded(vm, "data.readers", 1, kMaxDataReaders, "reader threads per rank");
+  d.prefetch = bounded(vm, "data.prefetch", 0, kMaxDataPrefetch, "batches read ahead");
   d.verify = vm["data.verify"].as<bool>();
   d.cache = one_of(vm, "data.cache", {"keep", "drop"});
   d.direct = vm["data.direct"].as<bool>();
@@ -304,7 +308,9 @@ std::string help_text(const std::string& subcommand) {
            "[options]\n"
            "Writes data.samples samples (content from train.seed) in data.files shards of\n"
            "data.format, with a checksum per sample and data.dir/index.json. Running it again\n"
-           "with the same parameters does nothing; with others it is an error unless --force.\n";
+           "with the same parameters does nothing; with others it is an error unless --force.\n"
+           "Before writing anything it checks that data.dir's filesystem has room for the\n"
+           "whole dataset (exit 2 naming the bytes needed and free otherwise).\n";
   } else if (subcommand == "drill") {
     out << "usage: trainproof drill --launcher \"mpirun -np N\" [--scenario FILE] [options]\n"
            "Not an MPI rank: runs the launcher itself. A reference run, then the run with the\n"

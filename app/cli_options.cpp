@@ -156,16 +156,21 @@ po::options_description data_options() {
       ("data.format", po::value<std::string>()->default_value("raw"),
        "raw: binary shards and per-sample index files, read with pread; hdf5: chunked uint8 "
        "datasets, read with pread through their chunk addresses")
-      ("data.files", po::value<int>()->default_value(4), "shards the samples are spread over")
-      ("data.samples", po::value<int64_t>()->default_value(1024), "samples in the dataset")
-      ("data.sample_bytes", po::value<int64_t>()->default_value(65536), "bytes per sample")
+      ("data.files", po::value<int>()->default_value(4),
+       "shards the samples are spread over, 1 to 100000")
+      ("data.samples", po::value<int64_t>()->default_value(1024),
+       "samples in the dataset, data.files to 4294967296 (2^32; each rank's loader keeps 32 bytes "
+       "of index and order per sample)")
+      ("data.sample_bytes", po::value<int64_t>()->default_value(65536),
+       "bytes per sample, 1 to 1073741824 (1 GiB)")
       ("data.spread", po::value<double>()->default_value(0.0),
        "sample lengths vary uniformly within sample_bytes * (1 +- spread), 0 <= spread < 1")
       ("data.readers", po::value<int>()->default_value(2),
-       "reader threads per rank; give each rank readers + 1 CPUs, or the report warns that reads "
+       "reader threads per rank, 1 to 1024; give each rank readers + 1 CPUs, or the report warns that reads "
        "and stall measure CPU")
       ("data.prefetch", po::value<int>()->default_value(2),
-       "batches read ahead of the step; the loader holds (prefetch + 1) batches of buffers")
+       "batches read ahead of the step, 0 to 1024; the loader holds (prefetch + 1) batches of "
+       "buffers, and refuses to start when they exceed the host's memory")
       ("data.verify", po::value<bool>()->default_value(false),
        "check every sample's checksum; a mismatch is an error naming the file and sample")
       ("data.cache", po::value<std::string>()->default_value("keep"),

@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <mpi.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "app/mpi_command.h"
 #include "common/errors.h"
@@ -34,8 +36,52 @@ DatasetSpec spec_from(const TrainConfig& cfg) {
   return spec;
 }
 
+std::string with_unit(uint64_t bytes) {
+  const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+  double value = double(bytes);
+  size_t unit = 0;
+  while (value >= 1000 && unit + 1 < std::size(units)) {
+    value /= 1000;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  return text;
+}
+
+// "" when data.dir's filesystem has room for the dataset, else why not. The folder may not exist
+// yet: its nearest existing parent is asked. Shards that a --force rewrite truncates count as room.
+std::string space_problem(const DatasetSpec& spec) {
+  std::error_code ec;
+  fs::path existing = fs::absolute(spec.dir, ec);
+  while (!fs::exists(existing, ec) && existing.has_relative_path())
+    existing = existing.parent_path();
+  struct statvfs fs_stats {};
+  if (::statvfs(existing.c_str(), &fs_stats) != 0) return "";  // cannot tell: writing will
+  const uint64_t available = uint64_t(fs_stats.f_bavail) * uint64_t(fs_stats.f_frsize);
+  uint64_t replaced = 0;
+  for (int f = 0; f < spec.files; ++f)
+    for (const std::string& name : {shard_name(spec, f), shard_index_name(f)}) {
+      const fs::path path = fs::path(spec.dir) / name;
+      if (!fs::is_regular_file(path, ec)) continue;
+      const uintmax_t size = fs::file_size(path, ec);
+      if (!ec) replaced += size;
+    }
+  const uint64_t needed = dataset_bytes_on_storage(spec);
+  if (needed <= available + replaced) return "";
+  return "data.dir '" + spec.dir + "': the dataset needs about " + std::to_string(needed) +
+         " bytes (" + with_unit(needed) + ": data.samples=" + std::to_string(spec.samples) +
+         " of data.sample_bytes=" + std::to_string(spec.sample_bytes) +
+         ", with their indexes), but " + existing.string() + " has " + std::to_string(available) +
+         " bytes (" + with_unit(available) + ") free" +
+         (replaced > 0 ? ", plus " + std::to_string(replaced) + " in the shards it would replace"
+                       : std::string()) +
+         "; nothing was written";
+}
+
 // Rank 0 decides: nothing to do (returns true), a clear error, or (re)write after removing the
-// index, so a half-rewritten dataset never counts.
+// index, so a half-rewritten dataset never counts. Nothing is written before the free space is
+// known to suffice.
 bool already_prepared(const TrainConfig& cfg, const DatasetSpec& spec, const World& world) {
   std::string problem;
   int already = 0;
@@ -53,6 +99,7 @@ bool already_prepared(const TrainConfig& cfg, const DatasetSpec& spec, const Wor
         if (!cfg.data.force) problem = std::string(e.what()) + "; pass --force to replace it";
       }
     }
+    if (problem.empty() && !already) problem = space_problem(spec);
     if (problem.empty() && !already) {
       fs::create_directories(spec.dir, ec);
       fs::remove(spec.dir + "/index.json", ec);

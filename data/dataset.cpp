@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 
 #include "common/errors.h"
@@ -25,7 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kIndexFormat = "trainproof.dataset/1";
 constexpr hsize_t kChunkBytes = hsize_t(1) << 20;
 
 using h5::Handle;
@@ -77,19 +75,6 @@ void write_u64_dataset(hid_t file, const char* name, const std::vector<uint64_t>
           path + ": cannot write dataset " + name);
 }
 
-std::vector<uint64_t> read_u64_dataset(hid_t file, const char* name, const std::string& path) {
-  Handle set{H5Dopen2(file, name, H5P_DEFAULT), H5Dclose};
-  check(set.id >= 0, path + ": no dataset " + name);
-  Handle space{H5Dget_space(set.id), H5Sclose};
-  const hssize_t n = H5Sget_simple_extent_npoints(space.id);
-  check(n >= 0, path + ": bad dataset " + name);
-  std::vector<uint64_t> values(static_cast<size_t>(n));
-  if (n > 0)
-    check(H5Dread(set.id, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
-          path + ": cannot read dataset " + name);
-  return values;
-}
-
 }  // namespace
 
 int64_t sample_length(const DatasetSpec& spec, int64_t sample) {
@@ -98,6 +83,10 @@ int64_t sample_length(const DatasetSpec& spec, int64_t sample) {
       philox::block_bits(spec.seed, philox::kSampleLength, uint64_t(sample), 0);
   const double u = double(philox::to_symmetric_unit(bits[0]));
   return std::max<int64_t>(1, std::llround(double(spec.sample_bytes) * (1.0 + spec.spread * u)));
+}
+
+int64_t max_sample_length(const DatasetSpec& spec) {
+  return std::max<int64_t>(1, std::llround(double(spec.sample_bytes) * (1.0 + spec.spread)));
 }
 
 void fill_sample(const DatasetSpec& spec, int64_t sample, unsigned char* out, int64_t length) {
@@ -117,6 +106,22 @@ uint64_t sample_checksum(const unsigned char* bytes, size_t length) {
 uint64_t dataset_bytes(const DatasetSpec& spec) {
   uint64_t bytes = 0;
   for (int f = 0; f < spec.files; ++f) bytes += shard_bytes(spec, f);
+  return bytes;
+}
+
+uint64_t dataset_bytes_on_storage(const DatasetSpec& spec) {
+  constexpr uint64_t kBlock = 4096, kHdf5Metadata = 64 << 10, kIndexPerShard = 128;
+  uint64_t bytes = kBlock + kIndexPerShard * uint64_t(spec.files);  // index.json
+  for (int f = 0; f < spec.files; ++f) {
+    const uint64_t samples = uint64_t(shard_first(spec, f + 1) - shard_first(spec, f));
+    uint64_t data = samples * uint64_t(spec.sample_bytes);
+    if (spec.format == "hdf5") {
+      // Chunks are allocated whole, up front.
+      const uint64_t chunk = std::min<uint64_t>(kChunkBytes, std::max<uint64_t>(data, 1));
+      data = (data + chunk - 1) / chunk * chunk + kHdf5Metadata;
+    }
+    bytes += data + 24 * samples + 2 * kBlock;  // each of the two files ends in a partial block
+  }
   return bytes;
 }
 
@@ -146,7 +151,7 @@ json index_json(const DatasetSpec& spec, const std::vector<uint64_t>& shard_byte
                       {"bytes", shard_bytes[size_t(f)]}});
     total += shard_bytes[size_t(f)];
   }
-  return {{"format", kIndexFormat},
+  return {{"format", kDatasetIndexFormat},
           {"data_format", spec.format},
           {"files", spec.files},
           {"samples", spec.samples},
@@ -155,30 +160,6 @@ json index_json(const DatasetSpec& spec, const std::vector<uint64_t>& shard_byte
           {"seed", spec.seed},
           {"total_bytes", total},
           {"shards", shards}};
-}
-
-DatasetSpec read_index(const std::string& dir) {
-  const std::string path = dir + "/index.json";
-  std::ifstream in(path);
-  if (!in)
-    throw UsageError("data.dir '" + dir +
-                     "' holds no dataset (no index.json); run trainproof prepare-data first");
-  try {
-    const json j = json::parse(in);
-    if (j.value("format", "") != kIndexFormat)
-      throw UsageError(path + ": not a " + std::string(kIndexFormat) + " index");
-    DatasetSpec spec;
-    spec.dir = dir;
-    spec.format = j.at("data_format");
-    spec.files = j.at("files");
-    spec.samples = j.at("samples");
-    spec.sample_bytes = j.at("sample_bytes");
-    spec.spread = j.at("spread");
-    spec.seed = j.at("seed");
-    return spec;
-  } catch (const json::exception& e) {
-    throw UsageError(path + ": " + e.what());
-  }
 }
 
 std::string index_difference(const DatasetSpec& a, const DatasetSpec& b) {
@@ -260,57 +241,6 @@ uint64_t write_shard(const DatasetSpec& spec, int shard) {
   }
   fsync_path(path);
   return total;
-}
-
-ShardIndex load_shard_index(const DatasetSpec& spec, int shard) {
-  ShardIndex index;
-  index.path = spec.dir + "/" + shard_name(spec, shard);
-  index.first_sample = shard_first(spec, shard);
-  if (spec.format == "raw") {
-    const std::string path = spec.dir + "/" + shard_index_name(shard);
-    std::ifstream in(path, std::ios::binary);
-    check(bool(in), "cannot open " + path);
-    std::vector<uint64_t> records(size_t(shard_first(spec, shard + 1) - index.first_sample) * 3);
-    in.read(reinterpret_cast<char*>(records.data()), std::streamsize(records.size() * 8));
-    check(bool(in), path + " is shorter than its samples need");
-    for (size_t i = 0; i < records.size(); i += 3) {
-      index.offsets.push_back(records[i]);
-      index.lengths.push_back(records[i + 1]);
-      index.checksums.push_back(records[i + 2]);
-    }
-    return index;
-  }
-  std::lock_guard<std::mutex> guard(hdf5_lock());
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  Handle file{H5Fopen(index.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
-  check(file.id >= 0, index.path + ": not a readable HDF5 shard");
-  index.offsets = read_u64_dataset(file.id, "offsets", index.path);
-  index.lengths = read_u64_dataset(file.id, "lengths", index.path);
-  index.checksums = read_u64_dataset(file.id, "checksums", index.path);
-  // Resolve where each chunk of `data` lies in the file, once, so readers can pread.
-  Handle data{H5Dopen2(file.id, "data", H5P_DEFAULT), H5Dclose};
-  check(data.id >= 0, index.path + ": no dataset data");
-  Handle create{H5Dget_create_plist(data.id), H5Pclose};
-  hsize_t chunk = 0;
-  check(H5Pget_layout(create.id) == H5D_CHUNKED && H5Pget_chunk(create.id, 1, &chunk) == 1 &&
-            H5Pget_nfilters(create.id) == 0,
-        index.path + ": dataset data is not chunked without filters");
-  Handle space{H5Dget_space(data.id), H5Sclose};
-  hsize_t chunks = 0;
-  check(H5Dget_num_chunks(data.id, space.id, &chunks) >= 0, index.path + ": no chunk count");
-  std::vector<haddr_t> chunk_address(size_t(chunks), HADDR_UNDEF);
-  for (hsize_t c = 0; c < chunks; ++c) {
-    hsize_t logical[1] = {0}, size = 0;
-    unsigned mask = 0;
-    haddr_t address = HADDR_UNDEF;
-    check(H5Dget_chunk_info(data.id, space.id, c, logical, &mask, &address, &size) >= 0,
-          index.path + ": cannot locate chunk " + std::to_string(c));
-    const size_t slot = size_t(logical[0] / chunk);
-    if (slot < chunk_address.size()) chunk_address[slot] = address;
-  }
-  index.chunk_bytes = chunk;
-  index.chunk_address.assign(chunk_address.begin(), chunk_address.end());
-  return index;
 }
 
 }  // namespace tp

@@ -44,6 +44,8 @@ void SampleBytes::reserve(size_t n) {
 }
 
 int64_t EpochOrder::sample_at(int64_t position) {
+  if (samples_ < 1)
+    throw UsageError("an epoch needs at least one sample, got " + std::to_string(samples_));
   const int64_t epoch = position / samples_;
   if (epoch != epoch_) {
     // Fisher-Yates with counter-based draws keyed by (seed, epoch, i): any rank, any resume,
@@ -68,47 +70,102 @@ DatasetBatchSource::DatasetBatchSource(DatasetSpec spec, const ModelSpec& model,
       model_(model),
       share_(share),
       seed_(seed),
-      options_(options),
-      order_(options.shards.empty() ? EpochOrder(spec_.samples, seed)
-                                    : EpochOrder(samples_of(spec_, options.shards),
-                                                 seed ^ (0x9E3779B97F4A7C15ull *
-                                                         uint64_t(options.shards.front() + 1)))) {
-  for (int f = 0; f < spec_.files; ++f) {
-    shards_.push_back(load_shard_index(spec_, f));
-    const int flags = O_RDONLY | (options_.direct ? O_DIRECT : 0);
-    const int fd = ::open(shards_.back().path.c_str(), flags);
-    if (fd < 0) {
-      const std::string why = std::strerror(errno);
-      for (int open_fd : fds_) ::close(open_fd);
-      throw RuntimeError("cannot open " + shards_.back().path +
-                         (options_.direct ? " with O_DIRECT (data.direct=true)" : "") + ": " + why);
-    }
-    // Samples are read in shuffled order: readahead would only fetch bytes nobody asked for.
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    fds_.push_back(fd);
-  }
-  // The pool: every buffer the scheduled batches can hold at once, sized for the longest sample.
+      options_(std::move(options)),
+      order_(1, seed) {
+  check_options();
+  // Every shard's index, checked against its files, before anything is opened for reading.
+  for (int f = 0; f < spec_.files; ++f) shards_.push_back(load_shard_index(spec_, f));
   for (const ShardIndex& shard : shards_)
     for (uint64_t length : shard.lengths) longest_ = std::max(longest_, length);
-  const int64_t in_flight = int64_t(std::max(0, options_.prefetch) + 1) * share_.samples;
+  const uint64_t in_flight = uint64_t(options_.prefetch + 1) * uint64_t(share_.samples);
+  check_pool_fits(in_flight);
+  order_ = options_.shards.empty()
+               ? EpochOrder(spec_.samples, seed)
+               : EpochOrder(samples_of(spec_, options_.shards),
+                            seed ^ (0x9E3779B97F4A7C15ull * uint64_t(options_.shards.front() + 1)));
   try {
-    spare_.resize(size_t(std::max<int64_t>(0, in_flight)));
+    open_shards();
+    // The pool: every buffer the scheduled batches can hold at once, sized for the longest
+    // sample.
+    spare_.resize(size_t(in_flight));
     for (SampleBytes& buffer : spare_) buffer.reserve(size_t(longest_));
+    start_readers();
   } catch (...) {
     for (int fd : fds_) ::close(fd);
     throw;
   }
-  for (int r = 0; r < std::max(1, options_.readers); ++r)
-    readers_.emplace_back([this] { read_loop(); });
 }
 
-DatasetBatchSource::~DatasetBatchSource() {
+void DatasetBatchSource::check_options() const {
+  if (options_.readers < 1 || options_.readers > kMaxDataReaders)
+    throw UsageError("data.readers=" + std::to_string(options_.readers) + " is out of range [1, " +
+                     std::to_string(kMaxDataReaders) + "] (reader threads per rank)");
+  if (options_.prefetch < 0 || options_.prefetch > kMaxDataPrefetch)
+    throw UsageError("data.prefetch=" + std::to_string(options_.prefetch) +
+                     " is out of range [0, " + std::to_string(kMaxDataPrefetch) + "]");
+  if (share_.samples < 1)
+    throw UsageError("the loader needs at least one sample per rank per step, got " +
+                     std::to_string(share_.samples));
+  if (const std::string problem = shape_problem(spec_); !problem.empty())
+    throw UsageError("dataset in " + spec_.dir + ": " + problem);
+  for (int f : options_.shards)
+    if (f < 0 || f >= spec_.files)
+      throw UsageError("data.rank_shift: no shard " + std::to_string(f) + " among the dataset's " +
+                       std::to_string(spec_.files));
+}
+
+// The buffers are touched page by page when they are allocated: more than the host's memory
+// would end in the OOM killer, not in an error.
+void DatasetBatchSource::check_pool_fits(uint64_t buffers) const {
+  uint64_t pool = 0;
+  const bool overflow = __builtin_mul_overflow(buffers, longest_, &pool);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_bytes = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_bytes <= 0) return;  // unknown: nothing to compare with
+  const uint64_t memory = uint64_t(pages) * uint64_t(page_bytes);
+  if (overflow || pool > memory)
+    throw UsageError("data.prefetch=" + std::to_string(options_.prefetch) +
+                     ": the loader's buffers, (" + std::to_string(options_.prefetch) +
+                     " + 1) batches x " + std::to_string(share_.samples) + " samples per rank x " +
+                     std::to_string(longest_) + " bytes (the longest sample) = " +
+                     (overflow ? std::string("more than 2^64") : std::to_string(pool)) +
+                     " bytes, exceed this host's memory (" + std::to_string(memory) +
+                     " bytes); lower data.prefetch or model.batch");
+}
+
+void DatasetBatchSource::open_shards() {
+  for (const ShardIndex& shard : shards_) {
+    const RegularFile file = open_regular_file(shard.path, options_.direct ? O_DIRECT : 0);
+    fds_.push_back(file.fd);
+    // Samples are read in shuffled order: readahead would only fetch bytes nobody asked for.
+    ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_RANDOM);
+  }
+}
+
+void DatasetBatchSource::start_readers() {
+  try {
+    for (int r = 0; r < options_.readers; ++r) readers_.emplace_back([this] { read_loop(); });
+  } catch (const std::exception& e) {  // std::system_error; std::bad_alloc
+    const size_t started = readers_.size();
+    stop_readers();
+    throw RuntimeError("data.readers=" + std::to_string(options_.readers) + ": only " +
+                       std::to_string(started) + " reader threads could start (" + e.what() +
+                       "); lower data.readers, or raise the limit on threads (ulimit -u, the "
+                       "cgroup's pids.max) or memory");
+  }
+}
+
+void DatasetBatchSource::stop_readers() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
   }
   work_.notify_all();
   for (std::thread& t : readers_) t.join();
+  readers_.clear();
+}
+
+DatasetBatchSource::~DatasetBatchSource() {
+  stop_readers();
   for (int fd : fds_) ::close(fd);
 }
 

@@ -7,6 +7,10 @@
 // to a permutation of the N samples drawn from (seed, epoch); each rank takes its contiguous
 // share of the global batch. Every sample byte reaches the inputs, so a wrong read changes the
 // digest.
+//
+// Nothing is read before every shard's index has been checked against its files, and only
+// regular files are opened, without blocking (dataset.h): a damaged dataset is refused before
+// the first step, never found in the middle of a run.
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -22,6 +26,10 @@
 #include "data/dataset.h"
 
 namespace tp {
+
+// data.readers is 1 to this many threads per rank; data.prefetch 0 to this many batches.
+inline constexpr int kMaxDataReaders = 1024;
+inline constexpr int kMaxDataPrefetch = 1024;
 
 struct LoaderOptions {
   int readers = 2;
@@ -98,6 +106,14 @@ class DatasetBatchSource final : public BatchSource {
     std::string error;
   };
 
+  // UsageError naming the option or the dataset's value out of range.
+  void check_options() const;
+  // UsageError when `buffers` of the longest sample would not fit in this host's memory.
+  void check_pool_fits(uint64_t buffers) const;
+  void open_shards();
+  // RuntimeError naming data.readers when not all of them can start; none is left running.
+  void start_readers();
+  void stop_readers();
   void schedule(int64_t step);
   void read_loop();
   // Reads `sample` into `out`; `shard_read` is set to its shard once that is known.

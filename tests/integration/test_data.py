@@ -2,10 +2,12 @@
 stall, and bit-exact resume with the loader in the middle of an epoch."""
 import json
 import os
+import resource
 import shutil
 import struct
 import subprocess
 import tempfile
+import time
 import unittest
 
 from harness import BIN, MPIEXEC, TINY, flip_byte, main, mpirun
@@ -14,12 +16,18 @@ SHAPE = {"data.samples": "64", "data.sample_bytes": "4096", "data.spread": "0.25
          "data.files": "3"}
 
 
-def prepare(ranks, folder, *args, **shape):
+def prepare(ranks, folder, *args, preexec_fn=None, **shape):
     options = dict(SHAPE, **{f"data.{k}": str(v) for k, v in shape.items()})
     return subprocess.run([MPIEXEC, "-np", str(ranks), "--oversubscribe", BIN, "prepare-data",
                            "--scenario", TINY, f"--data.dir={folder}",
                            *[f"--{k}={v}" for k, v in options.items()], *args],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, preexec_fn=preexec_fn)
+
+
+def limit_file_size():
+    """No file the process writes grows past 16 MiB (SIGXFSZ): a request that prepare-data
+    should refuse then fails the test at once instead of filling the disk."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 20, 16 << 20))
 
 
 class Data(unittest.TestCase):
@@ -188,6 +196,23 @@ class Data(unittest.TestCase):
         self.assertIn("shard-00001.bin", errors[0])
         self.assertNotIn("MPI_ABORT", run.stdout + run.stderr)
         self.assertFalse(os.path.exists(os.path.join(blocked, "index.json")))
+
+    def test_out_of_range_sizes_are_refused_before_anything_starts(self):
+        # 100000 readers once aborted the rank (std::terminate) after 20 s of thread creation.
+        start = time.monotonic()
+        run = self.train(1, self.raw, "--data.readers=100000")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertLess(time.monotonic() - start, 15)
+        self.assertIn("data.readers=100000 is out of range [1, 1024]", run.stderr)
+        # 10^18 bytes: refused, naming the folder and the bytes needed and free, before the
+        # folder is even made.
+        huge = os.path.join(self.tmp, "huge", "dataset")
+        run = prepare(1, huge, "--data.format=raw", samples=10**9, sample_bytes=10**9,
+                      preexec_fn=limit_file_size)
+        self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
+        self.assertIn(f"data.dir '{huge}': the dataset needs about 1000000", run.stderr)
+        self.assertRegex(run.stderr, rf"but {self.tmp} has [0-9]+ bytes \(.*\) free")
+        self.assertFalse(os.path.exists(os.path.dirname(huge)))
 
     def test_train_refuses_a_dataset_that_is_not_the_one_asked_for(self):
         run = self.train(1, self.raw, "--data.samples=99")

@@ -128,6 +128,25 @@ TEST(Cli, HelpListsEveryOptionWithDefault) {
   EXPECT_NE(help.find("(=50)"), std::string::npos);
 }
 
+// Every data.* size has an upper bound, named in the error and in --help.
+TEST(Cli, DataSizesOutOfRangeNameTheirBound) {
+  expect_usage_error({"train", "--data.readers=100000"}, "data.readers=100000");
+  expect_usage_error({"train", "--data.readers=1025"}, "[1, 1024]");
+  expect_usage_error({"train", "--data.readers=0"}, "data.readers=0");
+  expect_usage_error({"train", "--data.prefetch=1025"}, "[0, 1024]");
+  expect_usage_error({"prepare-data", "--data.files=100001"}, "[1, 100000]");
+  expect_usage_error({"prepare-data", "--data.samples=4294967297"}, "[1, 4294967296]");
+  expect_usage_error({"prepare-data", "--data.sample_bytes=1073741825"}, "[1, 1073741824]");
+  expect_usage_error({"prepare-data", "--data.sample_bytes=-1"}, "data.sample_bytes=-1");
+  // Boost wraps the descriptions: words are compared, not lines.
+  std::istringstream words(tp::help_text("prepare-data"));
+  std::string help, word;
+  while (words >> word) help += word + " ";
+  for (const char* bound : {"1 to 1024", "0 to 1024", "1 to 100000", "to 4294967296",
+                            "1 to 1073741824", "has room for the"})
+    EXPECT_NE(help.find(bound), std::string::npos) << bound;
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);

@@ -3,9 +3,12 @@
 // independently of the files, and the loader's counters against the samples it must have read.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +21,7 @@
 #include "common/philox.h"
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "tests/unit/fifo_guard.h"
 #include "tests/unit/one_rank.h"
 
 namespace {
@@ -244,7 +248,45 @@ TEST_P(Loader, ARankShiftedLoaderReadsOnlyItsShards) {
   EXPECT_EQ(source.stats().shards_read, std::vector<int>{1});
 }
 
-TEST(LoaderErrors, AShortShardNamesTheFileAndSample) {
+TEST_P(Loader, AFifoInPlaceOfAShardIsRefusedWithoutBlocking) {
+  const std::string fifo = spec.dir + "/" + tp::shard_name(spec, 1);
+  tp::test::make_fifo_at(fifo);
+  const tp::DatasetSpec copy = spec;
+  const tp::LoaderOptions o = options(2, 1);
+  const tp::test::FifoOutcome outcome = tp::test::call_beside_fifo(fifo, [copy, o] {
+    tp::DatasetBatchSource source(copy, kModel, {0, int(kGlobalBatch)}, kTrainSeed, o);
+  });
+  ASSERT_FALSE(outcome.blocked) << "the loader blocked on a FIFO";
+  EXPECT_TRUE(outcome.usage_error) << outcome.message;
+  EXPECT_THAT(outcome.message, HasSubstr(fifo));
+  EXPECT_THAT(outcome.message, HasSubstr("not a regular file"));
+}
+
+TEST_P(Loader, ATruncatedShardIsRefusedBeforeTheFirstRead) {
+  const std::string shard = spec.dir + "/" + tp::shard_name(spec, 2);
+  fs::resize_file(shard, fs::file_size(shard) - 1);
+  try {
+    tp::DatasetBatchSource source(spec, kModel, {0, int(kGlobalBatch)}, kTrainSeed, options(2, 1));
+    FAIL() << "a truncated shard was accepted";
+  } catch (const tp::UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(shard));
+  }
+}
+
+TEST_P(Loader, ReadersOutOfRangeAreRefusedNamingTheBound) {
+  for (int readers : {0, -1, tp::kMaxDataReaders + 1, 100000}) {
+    try {
+      tp::DatasetBatchSource source(spec, kModel, {0, int(kGlobalBatch)}, kTrainSeed,
+                                    options(readers, 1));
+      ADD_FAILURE() << "data.readers=" << readers << " was accepted";
+    } catch (const tp::UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("data.readers=" + std::to_string(readers)));
+      EXPECT_THAT(e.what(), HasSubstr(std::to_string(tp::kMaxDataReaders)));
+    }
+  }
+}
+
+TEST(LoaderErrors, AShardTruncatedDuringTheRunNamesTheFileAndSample) {
   tp::DatasetSpec spec;
   spec.dir = tp::test::fresh_dir("loader-short-shard");
   spec.files = 2;
@@ -252,13 +294,14 @@ TEST(LoaderErrors, AShortShardNamesTheFileAndSample) {
   spec.sample_bytes = 512;
   for (int f = 0; f < spec.files; ++f) tp::write_shard(spec, f);
   const std::string shard = spec.dir + "/" + tp::shard_name(spec, 1);
-  fs::resize_file(shard, 100);
   tp::LoaderOptions o;
   o.readers = 2;
   o.prefetch = 0;
   o.last_step = 1;
   // The whole dataset in one batch, so shard 1's samples are all asked for.
   tp::DatasetBatchSource source(spec, {1, 8, 4, 16}, {0, 16}, kTrainSeed, o);
+  // Checked whole when the loader started; shortened since.
+  fs::resize_file(shard, 100);
   tp::Batch batch;
   try {
     source.next(1, batch);
@@ -269,5 +312,74 @@ TEST(LoaderErrors, AShortShardNamesTheFileAndSample) {
   }
   fs::remove_all(spec.dir);
 }
+
+// A dataset of two 1 GiB samples in a sparse shard: within every bound, but a deep prefetch of
+// them would pin more memory than the host has.
+tp::DatasetSpec giant_samples_dataset(const std::string& name) {
+  tp::DatasetSpec spec;
+  spec.dir = tp::test::fresh_dir(name);
+  spec.files = 1;
+  spec.samples = 2;
+  spec.sample_bytes = int64_t(1) << 30;
+  const uint64_t length = uint64_t(spec.sample_bytes);
+  const std::vector<uint64_t> records{0, length, 0, length, length, 0};
+  std::ofstream(spec.dir + "/" + tp::shard_index_name(0), std::ios::binary)
+      .write(reinterpret_cast<const char*>(records.data()), std::streamsize(records.size() * 8));
+  std::ofstream(spec.dir + "/" + tp::shard_name(spec, 0)).close();
+  fs::resize_file(spec.dir + "/" + tp::shard_name(spec, 0), 2 * length);
+  return spec;
+}
+
+TEST(LoaderErrors, BuffersBeyondTheHostsMemoryAreRefusedBeforeAllocation) {
+  const tp::DatasetSpec spec = giant_samples_dataset("loader-giant-samples");
+  tp::LoaderOptions o;
+  o.readers = 1;
+  o.prefetch = 1024;
+  o.last_step = 1;
+  try {
+    tp::DatasetBatchSource source(spec, {1, 8, 4, 8}, {0, 8}, kTrainSeed, o);
+    FAIL() << "1025 batches of 1 GiB samples were accepted";
+  } catch (const tp::UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("data.prefetch=1024"));
+    EXPECT_THAT(e.what(), HasSubstr(std::to_string(uint64_t(1025) * 8 << 30)));
+  }
+  fs::remove_all(spec.dir);
+}
+
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+// Reader threads that cannot all start (a cgroup's pids.max, here an address-space limit that
+// leaves room for a few stacks) end in an error naming data.readers, not in std::terminate.
+void start_readers_under_a_memory_limit(const std::string& dir) {
+  tp::DatasetSpec spec;
+  spec.dir = dir;
+  spec.files = 1;
+  spec.samples = 4;
+  spec.sample_bytes = 64;
+  tp::write_shard(spec, 0);
+  std::ifstream status("/proc/self/status");
+  uint64_t mapped_kib = 0;
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmSize:", 0) == 0) mapped_kib = std::stoull(line.substr(7));
+  const rlimit limit{(mapped_kib + 64 * 1024) * 1024, (mapped_kib + 64 * 1024) * 1024};
+  setrlimit(RLIMIT_AS, &limit);
+  tp::LoaderOptions o;
+  o.readers = tp::kMaxDataReaders;
+  o.last_step = 1;
+  try {
+    tp::DatasetBatchSource source(spec, {1, 8, 4, 4}, {0, 4}, kTrainSeed, o);
+    std::fprintf(stderr, "all %d readers started\n", o.readers);
+    std::_Exit(0);
+  } catch (const tp::RuntimeError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::_Exit(tp::kExitRuntime);
+  }
+}
+
+TEST(LoaderErrors, ReaderThreadsThatCannotStartAreAnErrorNotATermination) {
+  const std::string dir = tp::test::fresh_dir("loader-thread-limit");
+  EXPECT_EXIT(start_readers_under_a_memory_limit(dir), ::testing::ExitedWithCode(tp::kExitRuntime),
+              "data.readers=" + std::to_string(tp::kMaxDataReaders) + ": only [0-9]+ reader");
+}
+#endif
 
 }  // namespace
