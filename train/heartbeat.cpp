@@ -92,16 +92,22 @@ HeartbeatRecord Heartbeat::latest() const {
 }
 
 void Heartbeat::tick() {
+  std::lock_guard<std::mutex> guard(liveness_mutex_);
   if (fd_ >= 0) write_liveness(fd_, ++liveness_, false);
 }
 
 void Heartbeat::end_watch() {
+  std::lock_guard<std::mutex> guard(liveness_mutex_);
   if (fd_ >= 0) write_liveness(fd_, liveness_, true);
 }
 
 void Heartbeat::finish() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  {
+    // The watchdog thread may still tick: the run ends before its watchdog does.
+    std::lock_guard<std::mutex> guard(liveness_mutex_);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
   std::error_code ec;
   std::filesystem::remove(heartbeat_path(dir_, rank_), ec);
   std::filesystem::remove(pid_path(), ec);

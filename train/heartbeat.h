@@ -5,6 +5,7 @@
 // see (the report's folder by default), so they work across nodes on shared storage.
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,9 @@ class Heartbeat {
   std::atomic<int64_t> last_step_{0};
   std::atomic<const char*> last_phase_{"start"};
   std::atomic<double> last_beat_s_{0};
-  int64_t liveness_ = 0;  // the watchdog thread's alone
+  // The watchdog thread's counter, and the file descriptor as finish() may close it meanwhile.
+  std::mutex liveness_mutex_;
+  int64_t liveness_ = 0;
 };
 
 // Order of phases within a step, for comparing heartbeats.

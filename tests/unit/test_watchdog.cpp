@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -192,6 +193,21 @@ TEST_F(Watchdog, AHungRankNamesItself) {
   const nlohmann::json record = abort_record();
   ASSERT_EQ(record["missing"].size(), 1u) << record;
   EXPECT_EQ(record["missing"][0]["why"], "behind");
+}
+
+// A run removes its heartbeat at its end (finish) while its watchdog still ticks, until the
+// watchdog is destroyed after it. In this process, not a death test's child: ThreadSanitizer
+// (scripts/tsan.sh) fails the test binary on a race between the two threads.
+TEST_F(Watchdog, TheRunMayEndBeforeItsWatchdogDoes) {
+  tp::Heartbeat me(dir, 0, "node-a");
+  {
+    tp::Watchdog watchdog(me, 1, 5.0, 1);
+    me.beat(1, "done");
+    std::this_thread::sleep_for(120ms);
+    me.finish();
+    std::this_thread::sleep_for(120ms);
+  }
+  EXPECT_FALSE(std::filesystem::exists(tp::heartbeat_path(dir, 0)));
 }
 
 // Steps that keep moving, each far shorter than the timeout: the watchdog never fires.
