@@ -100,14 +100,14 @@ std::unique_ptr<Collective> make_collective(const TrainConfig& cfg, const World&
     auto mpi = make_mpi_collective(world, oversubscribed);
     return use_cuda ? b.gpu->stage_through_host(std::move(mpi), *b.compute) : std::move(mpi);
   }
-  // The watchdog's evidence: heartbeats of the ranks that are behind this one.
-  auto name_missing = [dir = heartbeat.dir(), rank = world.rank,
-                       size = world.size](const std::string& what) {
-    const auto all = Heartbeat::read_all(dir, size);
-    return write_abort_record(dir, what, all[rank], Heartbeat::behind(all, all[rank]));
-  };
   const double deadline =
       cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s : kWatchdogUntilWarmedUpS;
+  // The watchdog's evidence and rule: every rank's heartbeat, read twice (train/culprits.h).
+  auto name_missing = [dir = heartbeat.dir(), rank = world.rank, size = world.size,
+                       window = liveness_window_s(deadline)](const std::string& what) {
+    const Evidence evidence = gather_evidence(dir, size, window);
+    return write_abort_record(dir, what, evidence.latest[rank], evidence.verdict);
+  };
   return b.gpu->make_nccl(world, *b.compute, deadline, name_missing);
 }
 

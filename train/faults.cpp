@@ -88,7 +88,7 @@ bool is_checkpoint_phase(const std::string& phase) {
   return phase.rfind("ckpt-", 0) == 0;
 }
 
-// rank, step and phase of a kill or hang; the phase defaults to compute.
+// rank, step and phase of a kill, hang or stop; the phase defaults to compute.
 void parse_victim(FaultSpec& spec, std::map<std::string, std::string>& fields,
                   const std::string& text, const std::string& kind, bool checkpoint_phases) {
   for (const auto& [key, value] : fields) {
@@ -145,9 +145,11 @@ FaultSpec parse_fault(const std::string& text) {
     if (spec.ms <= 0) throw UsageError("--fault '" + text + "': ms must be > 0");
     return spec;
   }
-  if (kind == "kill" || kind == "hang") {
-    spec.kind = kind == "kill" ? FaultSpec::Kind::kill : FaultSpec::Kind::hang;
-    parse_victim(spec, fields, text, kind, kind == "kill");
+  if (kind == "kill" || kind == "hang" || kind == "stop") {
+    spec.kind = kind == "kill"   ? FaultSpec::Kind::kill
+                : kind == "hang" ? FaultSpec::Kind::hang
+                                 : FaultSpec::Kind::stop;
+    parse_victim(spec, fields, text, kind, kind != "hang");
     return spec;
   }
   if (kind == "corrupt") {
@@ -180,7 +182,7 @@ FaultSpec parse_fault(const std::string& text) {
     return spec;
   }
   throw UsageError("--fault '" + text + "': unknown fault kind '" + kind +
-                   "' (known: slow, kill, hang, corrupt, random)");
+                   "' (known: slow, kill, hang, stop, corrupt, random)");
 }
 
 std::vector<FaultSpec> parse_faults(const std::vector<std::string>& texts) {
@@ -192,11 +194,13 @@ std::vector<FaultSpec> parse_faults(const std::vector<std::string>& texts) {
 void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps,
                      int64_t checkpoint_every) {
   for (const auto& f : faults) {
-    if (f.kind == FaultSpec::Kind::kill && is_checkpoint_phase(f.phase) && checkpoint_every <= 0)
+    const bool at_checkpoint =
+        (f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::stop) &&
+        is_checkpoint_phase(f.phase);
+    if (at_checkpoint && checkpoint_every <= 0)
       throw UsageError("--fault '" + f.text + "': " + f.phase +
                        " needs checkpoints (checkpoint.dir and checkpoint.every)");
-    if (f.kind == FaultSpec::Kind::kill && is_checkpoint_phase(f.phase) && f.step &&
-        *f.step % checkpoint_every != 0)
+    if (at_checkpoint && f.step && *f.step % checkpoint_every != 0)
       throw UsageError(
           "--fault '" + f.text + "': step " + std::to_string(*f.step) +
           " takes no checkpoint (checkpoint.every=" + std::to_string(checkpoint_every) + "), so " +
@@ -270,20 +274,31 @@ FaultInjector::FaultInjector(std::vector<FaultSpec> faults, int rank, std::strin
     : host_(std::move(host)), record_dir_(std::move(record_dir)), rank_(rank) {
   for (auto& f : faults)
     if (f.rank == rank && (f.kind == FaultSpec::Kind::slow || f.kind == FaultSpec::Kind::kill ||
-                           f.kind == FaultSpec::Kind::hang))
+                           f.kind == FaultSpec::Kind::hang || f.kind == FaultSpec::Kind::stop))
       mine_.push_back(std::move(f));
 }
 
+namespace {
+
+const char* fired_kind(FaultSpec::Kind kind) {
+  switch (kind) {
+    case FaultSpec::Kind::kill:
+      return "kill";
+    case FaultSpec::Kind::stop:
+      return "stop";
+    default:
+      return "hang";
+  }
+}
+
+}  // namespace
+
 void FaultInjector::fire(const FaultSpec& fault, int64_t step, const std::string& phase) {
   const double now = unix_seconds();
-  const nlohmann::json record{{"fault", fault.text},
-                              {"origin", fault.origin},
-                              {"kind", fault.kind == FaultSpec::Kind::kill ? "kill" : "hang"},
-                              {"rank", rank_},
-                              {"host", host_},
-                              {"step", step},
-                              {"phase", phase},
-                              {"unix_time", now}};
+  const nlohmann::json record{
+      {"fault", fault.text}, {"origin", fault.origin}, {"kind", fired_kind(fault.kind)},
+      {"rank", rank_},       {"host", host_},          {"step", step},
+      {"phase", phase},      {"unix_time", now}};
   const std::string path = record_dir_ + "/fault-rank-" + std::to_string(rank_) + ".json";
   const std::string text = record.dump() + "\n";
   try {
@@ -293,6 +308,11 @@ void FaultInjector::fire(const FaultSpec& fault, int64_t step, const std::string
   }
   if (fault.kind == FaultSpec::Kind::kill) {
     std::raise(SIGKILL);
+  }
+  if (fault.kind == FaultSpec::Kind::stop) {
+    // Every thread stops with it, the watchdog's too; SIGCONT lets the step go on.
+    std::raise(SIGSTOP);
+    return;
   }
   // A hang: this thread never returns; the watchdog (another thread, another rank) must act.
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
@@ -308,6 +328,7 @@ void FaultInjector::at(int64_t step, Phase phase) {
         break;
       case FaultSpec::Kind::kill:
       case FaultSpec::Kind::hang:
+      case FaultSpec::Kind::stop:
         if (f.phase == phase_name(phase)) fire(f, step, f.phase);
         break;
       case FaultSpec::Kind::corrupt:
@@ -319,7 +340,9 @@ void FaultInjector::at(int64_t step, Phase phase) {
 
 void FaultInjector::at_checkpoint(int64_t step, const char* point) {
   for (const auto& f : mine_)
-    if (f.kind == FaultSpec::Kind::kill && f.step == step && f.phase == point) fire(f, step, point);
+    if ((f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::stop) && f.step == step &&
+        f.phase == point)
+      fire(f, step, point);
 }
 
 }  // namespace tp

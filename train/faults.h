@@ -1,9 +1,10 @@
 #pragma once
 // Fault injection. Every fault kind is parsed from one spec syntax, `kind:key=value,...`, and fires
 // through one hook, FaultInjector::at(step, phase), which the step loop calls at each phase
-// boundary and the checkpoint store at its two checkpoint points. Before a kill or hang takes
-// effect the victim writes a fired-fault record (fault-rank-R.json) beside its heartbeat, so a
-// drill knows when and where it fired; where a hang is *detected* comes from heartbeats only.
+// boundary and the checkpoint store at its two checkpoint points. Before a kill, hang or stop
+// takes effect the victim writes a fired-fault record (fault-rank-R.json) beside its heartbeat, so
+// a drill knows when and where it fired; where a hang or a stop is *detected* comes from
+// heartbeats only.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,19 +18,19 @@ const char* phase_name(Phase phase);
 struct FaultSpec {
   // random is resolved into a kill (resolve_random) before anything runs; corrupt is applied by
   // `trainproof drill` to a checkpoint between runs, never inside one.
-  enum class Kind { slow, kill, hang, corrupt, random } kind = Kind::slow;
+  enum class Kind { slow, kill, hang, stop, corrupt, random } kind = Kind::slow;
   std::string text;    // as given (a drawn kill: as drawn), for messages and the report
   std::string origin;  // the spec as the user gave it: text, or the random:seed=N it was drawn from
   int rank = -1;
   std::optional<int64_t> step;  // unset: every step
   double ms = 0.0;
-  std::string
-      phase;         // kill: data|compute|comm|optimizer|ckpt-write|ckpt-commit; hang: a step phase
-  std::string mode;  // corrupt: flip|truncate|delete
+  // kill, stop: data|compute|comm|optimizer|ckpt-write|ckpt-commit; hang: a step phase
+  std::string phase;
+  std::string mode;   // corrupt: flip|truncate|delete
   uint64_t seed = 0;  // random
 };
 
-// The phases a kill can name, in the order they happen within a step.
+// The phases a kill or a stop can name, in the order they happen within a step.
 const std::vector<std::string>& kill_phases();
 
 // Throws UsageError naming the spec and the offending key or value.
@@ -44,7 +45,7 @@ void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64
 FaultSpec resolve_random(const FaultSpec& random, int world_size, int64_t steps,
                          int64_t checkpoint_every);
 
-// A fired kill or hang, as its victim recorded it.
+// A fired kill, hang or stop, as its victim recorded it.
 struct FiredFault {
   std::string text, origin, kind, phase, host;
   int rank = -1;
@@ -56,7 +57,7 @@ std::vector<FiredFault> read_fired_faults(const std::string& dir);
 
 class FaultInjector {
  public:
-  // `record_dir`: where a kill or hang records itself before it takes effect.
+  // `record_dir`: where a kill, hang or stop records itself before it takes effect.
   FaultInjector(std::vector<FaultSpec> faults, int rank, std::string host, std::string record_dir);
   // The single hook: called by the step loop on entering each phase of each step.
   void at(int64_t step, Phase phase);

@@ -8,18 +8,29 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <iterator>
 #include <sstream>
 
 #include "common/clock.h"
 #include "common/errors.h"
-#include "common/files.h"
 #include "common/sysinfo.h"
 
 namespace tp {
 namespace {
 
 constexpr size_t kRecordBytes = 160;
+// The liveness line follows the record, so the two threads never write the same bytes.
+constexpr size_t kLivenessBytes = 32;
+
+void write_liveness(int fd, int64_t count, bool ended) {
+  char line[kLivenessBytes];
+  std::memset(line, ' ', sizeof line);
+  const int n = std::snprintf(line, sizeof line, "alive %lld%s", static_cast<long long>(count),
+                              ended ? " ended" : "");
+  if (n > 0 && size_t(n) < sizeof line) line[n] = ' ';
+  line[sizeof line - 1] = '\n';
+  [[maybe_unused]] const ssize_t written = ::pwrite(fd, line, sizeof line, kRecordBytes);
+}
 
 }  // namespace
 
@@ -41,6 +52,8 @@ Heartbeat::Heartbeat(std::string dir, int rank, std::string host)
     : dir_(std::move(dir)), host_(std::move(host)), rank_(rank) {
   std::error_code ec;
   std::filesystem::create_directory(dir_, ec);  // never its parents: a missing folder is an error
+  // An earlier run's verdict in a reused folder is not this run's: the first verdict stands.
+  if (rank_ == 0) std::filesystem::remove(dir_ + "/abort.json", ec);
   fd_ = ::open(heartbeat_path(dir_, rank_).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd_ < 0) throw UsageError("watchdog.dir: cannot write heartbeats in '" + dir_ + "'");
   beat(0, "start");
@@ -78,9 +91,23 @@ HeartbeatRecord Heartbeat::latest() const {
   return me;
 }
 
+void Heartbeat::tick() {
+  std::lock_guard<std::mutex> guard(liveness_mutex_);
+  if (fd_ >= 0) write_liveness(fd_, ++liveness_, false);
+}
+
+void Heartbeat::end_watch() {
+  std::lock_guard<std::mutex> guard(liveness_mutex_);
+  if (fd_ >= 0) write_liveness(fd_, liveness_, true);
+}
+
 void Heartbeat::finish() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  {
+    // The watchdog thread may still tick: the run ends before its watchdog does.
+    std::lock_guard<std::mutex> guard(liveness_mutex_);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
   std::error_code ec;
   std::filesystem::remove(heartbeat_path(dir_, rank_), ec);
   std::filesystem::remove(pid_path(), ec);
@@ -110,59 +137,26 @@ std::vector<HeartbeatRecord> Heartbeat::read_all(const std::string& dir, int wor
   std::vector<HeartbeatRecord> records(world_size);
   for (int r = 0; r < world_size; ++r) {
     records[r].rank = r;
-    std::ifstream in(heartbeat_path(dir, r));
+    std::ifstream file(heartbeat_path(dir, r));
+    const std::string text((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
     HeartbeatRecord& h = records[r];
+    std::istringstream record(text.substr(0, kRecordBytes));
     long long step = 0;
-    if (in >> step >> h.phase >> h.host >> h.unix_time) {
+    if (record >> step >> h.phase >> h.host >> h.unix_time) {
       h.step = step;
       h.present = true;
     }
+    if (text.size() < kRecordBytes + kLivenessBytes) continue;
+    std::istringstream liveness(text.substr(kRecordBytes, kLivenessBytes));
+    std::string word, ended;
+    long long count = -1;
+    if (liveness >> word >> count && word == "alive" && count >= 0) {
+      h.liveness = count;
+      h.watch_ended = liveness >> ended && ended == "ended";
+    }
   }
   return records;
-}
-
-std::vector<HeartbeatRecord> Heartbeat::behind(const std::vector<HeartbeatRecord>& all,
-                                               const HeartbeatRecord& me) {
-  std::vector<HeartbeatRecord> missing;
-  for (const HeartbeatRecord& h : all) {
-    const bool is_behind = !h.present || h.step < me.step ||
-                           (h.step == me.step && phase_order(h.phase) < phase_order(me.phase));
-    if (is_behind) missing.push_back(h);
-  }
-  return missing;
-}
-
-std::string write_abort_record(const std::string& dir, const std::string& what,
-                               const HeartbeatRecord& me,
-                               const std::vector<HeartbeatRecord>& missing) {
-  nlohmann::json record;
-  record["reason"] = what;
-  record["detected_by"] = {
-      {"rank", me.rank}, {"host", me.host}, {"step", me.step}, {"phase", me.phase}};
-  record["detected_at_unix"] = unix_seconds();
-  record["missing"] = nlohmann::json::array();
-  std::ostringstream summary;
-  for (const HeartbeatRecord& h : missing) {
-    record["missing"].push_back({{"rank", h.rank},
-                                 {"host", h.present ? nlohmann::json(h.host) : nlohmann::json()},
-                                 {"last_step", h.step},
-                                 {"last_phase", h.present ? h.phase : "none"},
-                                 {"last_seen_unix", h.unix_time}});
-    summary << (summary.tellp() ? ", " : "") << "rank " << h.rank
-            << (h.present ? " on " + h.host + " (last in step " + std::to_string(h.step) + " " +
-                                h.phase + ")"
-                          : " (no heartbeat)");
-  }
-  // Several ranks' watchdogs may fire together: each writes its own file and renames it, so the
-  // record read back is always one whole record.
-  const std::string path = dir + "/abort.json";
-  try {
-    write_file_atomically(path, record.dump(2) + "\n", ".rank-" + std::to_string(me.rank));
-  } catch (const std::exception&) {
-    // The abort goes ahead; the message below still names the missing ranks.
-  }
-  return missing.empty() ? "every rank's heartbeat reached this point (abort.json: " + path + ")"
-                         : "did not arrive: " + summary.str() + " (abort.json: " + path + ")";
 }
 
 }  // namespace tp

@@ -1,10 +1,11 @@
 #pragma once
-// Per-rank heartbeats: each rank overwrites one small file with the step and phase it has entered.
-// They are the watchdog's evidence: when a collective times out, the ranks whose heartbeat is
-// behind this rank's are the ones that did not arrive. Files live in a folder all ranks can see
-// (the report's folder by default), so they work across nodes on shared storage.
+// Per-rank heartbeats: each rank overwrites one small file with the step and phase it has entered,
+// and its watchdog thread advances a liveness counter in the same file. They are the watchdog's
+// evidence of who a stalled job waits for (train/culprits.h). Files live in a folder all ranks can
+// see (the report's folder by default), so they work across nodes on shared storage.
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct HeartbeatRecord {
   std::string host;
   double unix_time = 0;
   bool present = false;  // false when the rank never wrote one
+  // The rank's watchdog thread counts up while it runs; -1 until it has counted once.
+  int64_t liveness = -1;
+  bool watch_ended = false;  // its watchdog stopped counting on purpose (the job ended or aborted)
 };
 
 class Heartbeat {
@@ -39,11 +43,13 @@ class Heartbeat {
   // This rank's last beat, from memory (thread-safe): the watchdog's view of its own progress.
   HeartbeatRecord latest() const;
   double last_beat_steady_s() const { return last_beat_s_.load(); }
+  // The watchdog thread, while it runs: advances the liveness counter in this rank's file. Not
+  // moving, it says the whole process stopped (a stopped process runs no thread at all).
+  void tick();
+  // The watchdog thread, when it stops on purpose: the counter stops moving, and says why.
+  void end_watch();
 
   static std::vector<HeartbeatRecord> read_all(const std::string& dir, int world_size);
-  // Ranks behind `me` (an earlier step, or the same step in an earlier phase), or absent.
-  static std::vector<HeartbeatRecord> behind(const std::vector<HeartbeatRecord>& all,
-                                             const HeartbeatRecord& me);
 
  private:
   std::string pid_path() const;
@@ -55,16 +61,14 @@ class Heartbeat {
   std::atomic<int64_t> last_step_{0};
   std::atomic<const char*> last_phase_{"start"};
   std::atomic<double> last_beat_s_{0};
+  // The watchdog thread's counter, and the file descriptor as finish() may close it meanwhile.
+  std::mutex liveness_mutex_;
+  int64_t liveness_ = 0;
 };
 
 // Order of phases within a step, for comparing heartbeats.
 int phase_order(const std::string& phase);
 // Where rank `rank` keeps its heartbeat record in the heartbeat folder `dir`.
 std::string heartbeat_path(const std::string& dir, int rank);
-
-// Writes <dir>/abort.json naming the ranks that did not arrive, and returns a one-line summary.
-std::string write_abort_record(const std::string& dir, const std::string& what,
-                               const HeartbeatRecord& me,
-                               const std::vector<HeartbeatRecord>& missing);
 
 }  // namespace tp

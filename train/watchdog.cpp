@@ -4,8 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
+#include <string>
 
 #include "common/clock.h"
 #include "common/errors.h"
@@ -14,6 +13,7 @@ namespace tp {
 namespace {
 
 constexpr double kFloorS = 30.0;
+constexpr double kTickS = 0.05;
 
 // A checkpoint (and the set-up before step 1) may take far longer than a step.
 bool slow_phase(const std::string& phase) {
@@ -26,8 +26,25 @@ double auto_watchdog_timeout(double slowest_warmup_step_s) {
   return std::max(kFloorS, 25.0 * slowest_warmup_step_s);
 }
 
-Watchdog::Watchdog(const Heartbeat& heartbeat, int world_size, double timeout_s,
-                   int64_t warmup_steps)
+double liveness_window_s(double timeout_s) {
+  return std::clamp(timeout_s / 2, 1.0, 5.0);
+}
+
+Evidence gather_evidence(const std::string& dir, int world_size, double window_s,
+                         const std::function<void()>& while_waiting) {
+  const std::vector<HeartbeatRecord> first = Heartbeat::read_all(dir, world_size);
+  const double until = steady_seconds() + window_s;
+  for (double now = steady_seconds(); now < until; now = steady_seconds()) {
+    if (while_waiting) while_waiting();
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(kTickS, until - now)));
+  }
+  Evidence evidence;
+  evidence.latest = Heartbeat::read_all(dir, world_size);
+  evidence.verdict = name_culprits(first, evidence.latest);
+  return evidence;
+}
+
+Watchdog::Watchdog(Heartbeat& heartbeat, int world_size, double timeout_s, int64_t warmup_steps)
     : heartbeat_(heartbeat),
       world_size_(world_size),
       automatic_(timeout_s <= 0),
@@ -43,13 +60,16 @@ Watchdog::~Watchdog() {
   }
   wake_.notify_all();
   thread_.join();
+  heartbeat_.end_watch();
 }
 
 void Watchdog::watch() {
   int64_t last_step = -1, steps_seen = 0;
   double step_started = steady_seconds(), slowest_step = 0;
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_; })) {
+  const auto tick = std::chrono::duration<double>(kTickS);
+  while (!wake_.wait_for(lock, tick, [this] { return stopping_; })) {
+    heartbeat_.tick();
     const HeartbeatRecord me = heartbeat_.latest();
     const double now = steady_seconds();
     // Learn the step time from the steps this process runs first (a resumed run learns anew):
@@ -68,29 +88,16 @@ void Watchdog::watch() {
 }
 
 void Watchdog::abort_job(double stalled_s) {
-  HeartbeatRecord me = heartbeat_.latest();
-  std::vector<HeartbeatRecord> all = Heartbeat::read_all(heartbeat_.dir(), world_size_);
-  std::vector<HeartbeatRecord> missing = Heartbeat::behind(all, me);
-  if (missing.empty()) {
-    // Nobody is behind this rank: it is likely the one that stopped. The ranks that are ahead
-    // name it; give them the time to, and act only if they have not.
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(10.0, timeout_s_.load())));
-    all = Heartbeat::read_all(heartbeat_.dir(), world_size_);
-    missing = Heartbeat::behind(all, me);
-    // A rank ahead has named the culprit already: its record stands.
-    std::error_code ec;
-    if (missing.empty() && std::filesystem::exists(heartbeat_.dir() + "/abort.json", ec)) {
-      std::fprintf(stderr,
-                   "trainproof: watchdog on rank %d (%s): no progress; abort.json names "
-                   "the ranks that did not arrive\n",
-                   me.rank, me.host.c_str());
-      std::_Exit(kExitRuntime);
-    }
-  }
+  const HeartbeatRecord me = heartbeat_.latest();
+  const Evidence evidence =
+      gather_evidence(heartbeat_.dir(), world_size_, liveness_window_s(timeout_s_.load()),
+                      [this] { heartbeat_.tick(); });
   char what[160];
   std::snprintf(what, sizeof what, "no progress for %.1f s (watchdog.timeout_s %.1f)", stalled_s,
                 timeout_s_.load());
-  const std::string summary = write_abort_record(heartbeat_.dir(), what, me, missing);
+  const std::string summary = write_abort_record(heartbeat_.dir(), what, me, evidence.verdict);
+  // A rank that ends on purpose is not one the others wait for.
+  heartbeat_.end_watch();
   std::fprintf(stderr,
                "trainproof: watchdog on rank %d (%s), in step %lld %s: %s; %s; aborting the job\n",
                me.rank, me.host.c_str(), static_cast<long long>(me.step), me.phase.c_str(), what,

@@ -1,14 +1,19 @@
 #pragma once
-// The step watchdog: a thread per rank that watches this rank's own heartbeat. When it has not
-// moved for the timeout, the ranks whose heartbeats are behind this one's are the ones that did
-// not arrive; the watchdog writes abort.json naming them (with their hosts) and ends the process
-// with exit 3, which makes the launcher tear the job down. It covers every backend: a rank stuck
-// in a collective waits for a rank that stopped, and its heartbeat stops with it.
+// The step watchdog: a thread per rank that watches this rank's own heartbeat and advances the
+// rank's liveness counter. When the heartbeat has not moved for the timeout, it reads every rank's
+// heartbeat twice, a liveness window apart, and names the ranks the job waits for
+// (train/culprits.h): the same rule, on the same evidence, whichever rank fires first. It writes
+// abort.json naming them (with their hosts) and ends the process with exit 3, which makes the
+// launcher tear the job down. It covers every backend: a rank stuck in a collective waits for a
+// rank that stopped, and its heartbeat stops with it.
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
+#include "train/culprits.h"
 #include "train/heartbeat.h"
 
 namespace tp {
@@ -19,10 +24,23 @@ double auto_watchdog_timeout(double slowest_warmup_step_s);
 // The auto timeout until the warm-up steps have shown how long a step takes.
 inline constexpr double kWatchdogUntilWarmedUpS = 600.0;
 
+// How far apart the two reads of the heartbeats are: many ticks of a live watchdog (every 50 ms),
+// and short beside the timeout.
+double liveness_window_s(double timeout_s);
+
+struct Evidence {
+  std::vector<HeartbeatRecord> latest;  // the second read, by rank
+  Verdict verdict;
+};
+// Reads every rank's heartbeat in `dir` twice, `window_s` apart, and names the culprits.
+// `while_waiting` runs every 50 ms in between: a watchdog keeps its own counter moving.
+Evidence gather_evidence(const std::string& dir, int world_size, double window_s,
+                         const std::function<void()>& while_waiting = nullptr);
+
 class Watchdog {
  public:
   // `timeout_s` 0: auto. `warmup_steps`: how many steps the auto timeout learns from.
-  Watchdog(const Heartbeat& heartbeat, int world_size, double timeout_s, int64_t warmup_steps);
+  Watchdog(Heartbeat& heartbeat, int world_size, double timeout_s, int64_t warmup_steps);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -31,7 +49,7 @@ class Watchdog {
   void watch();
   [[noreturn]] void abort_job(double stalled_s);
 
-  const Heartbeat& heartbeat_;
+  Heartbeat& heartbeat_;
   int world_size_;
   bool automatic_;
   int64_t warmup_steps_;

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <filesystem>
 
 #include "common/errors.h"
 #include "train/faults.h"
@@ -64,6 +68,56 @@ TEST(Faults, ParsesKillHangCorruptAndRandom) {
                           "random:seed=x", "random:colour=1"}) {
     EXPECT_THROW(tp::parse_fault(bad), tp::UsageError) << bad;
   }
+}
+
+TEST(Faults, ParsesStopAtEveryPhaseAKillCanName) {
+  const auto stop = tp::parse_fault("stop:rank=3,step=7,phase=comm");
+  EXPECT_EQ(stop.kind, tp::FaultSpec::Kind::stop);
+  EXPECT_EQ(stop.rank, 3);
+  EXPECT_EQ(stop.step.value(), 7);
+  EXPECT_EQ(stop.phase, "comm");
+  EXPECT_EQ(tp::parse_fault("stop:rank=0,step=2").phase, "compute");
+  for (const auto& phase : tp::kill_phases())
+    EXPECT_EQ(tp::parse_fault("stop:rank=1,step=4,phase=" + phase).phase, phase);
+  for (const char* bad : {"stop:rank=1", "stop:step=3", "stop:rank=1,step=3,phase=lunch",
+                          "stop:rank=1,step=3,signal=9"})
+    EXPECT_THROW(tp::parse_fault(bad), tp::UsageError) << bad;
+  // A checkpoint phase is checked against the checkpoint interval, as a kill's is.
+  const auto write = tp::parse_faults({"stop:rank=1,step=6,phase=ckpt-write"});
+  EXPECT_THROW(tp::validate_faults(write, 2, 10, 4), tp::UsageError);
+  EXPECT_THROW(tp::validate_faults(write, 2, 10, 0), tp::UsageError);
+  EXPECT_NO_THROW(tp::validate_faults(write, 2, 10, 3));
+  EXPECT_THROW(tp::validate_faults(tp::parse_faults({"stop:rank=2,step=1"}), 2, 10, 0),
+               tp::UsageError);
+}
+
+// The victim records the fault, then stops itself, every thread with it; SIGCONT lets it go on.
+TEST(Faults, StopRecordsItselfAndSigstopsItsOwnProcess) {
+  const std::string dir = ::testing::TempDir() + "faults-stop";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    tp::FaultInjector victim(tp::parse_faults({"stop:rank=2,step=5,phase=optimizer"}), 2, "h", dir);
+    victim.at(5, tp::Phase::comm);  // not its phase
+    victim.at(5, tp::Phase::optimizer);
+    _exit(7);  // reached only once continued
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(status)) << "status " << status;
+  EXPECT_EQ(WSTOPSIG(status), SIGSTOP);
+  const auto fired = tp::read_fired_faults(dir);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].kind, "stop");
+  EXPECT_EQ(fired[0].rank, 2);
+  EXPECT_EQ(fired[0].step, 5);
+  EXPECT_EQ(fired[0].phase, "optimizer");
+  kill(child, SIGCONT);
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << "status " << status;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Faults, RandomDrawsAKillThatCanFireAndReplaysFromItsSeed) {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "train/culprits.h"
 #include "train/heartbeat.h"
 #include "train/watchdog.h"
 
@@ -15,45 +16,109 @@ std::string fresh_dir(const char* name) {
   return dir;
 }
 
-TEST(Heartbeat, RanksBehindAreNamedWithTheirHosts) {
-  const std::string dir = fresh_dir("hb-behind");
-  tp::Heartbeat r0(dir, 0, "node-a"), r1(dir, 1, "node-a"), r2(dir, 2, "node-b");
+TEST(Heartbeat, RecordsAreReadWithTheirHostsAndLiveness) {
+  const std::string dir = fresh_dir("hb-read");
+  tp::Heartbeat r0(dir, 0, "node-a"), r1(dir, 1, "node-b");
   r0.beat(7, "comm");
-  r1.beat(7, "compute");  // same step, earlier phase: did not arrive
-  r2.beat(7, "comm");
-  const auto all = tp::Heartbeat::read_all(dir, 4);  // rank 3 never wrote one
+  r1.beat(7, "compute");
+  r1.tick();
+  r1.tick();
+  auto all = tp::Heartbeat::read_all(dir, 3);  // rank 2 never wrote one
   ASSERT_TRUE(all[1].present);
+  EXPECT_EQ(all[1].rank, 1);
   EXPECT_EQ(all[1].step, 7);
   EXPECT_EQ(all[1].phase, "compute");
-  EXPECT_EQ(all[1].host, "node-a");
-  const auto missing = tp::Heartbeat::behind(all, all[0]);
-  ASSERT_EQ(missing.size(), 2u);
-  EXPECT_EQ(missing[0].rank, 1);
-  EXPECT_EQ(missing[1].rank, 3);
-  EXPECT_FALSE(missing[1].present);
-
-  const std::string line = tp::write_abort_record(dir, "ncclAllReduce stalled", all[0], missing);
-  EXPECT_NE(line.find("rank 1 on node-a (last in step 7 compute)"), std::string::npos) << line;
-  EXPECT_NE(line.find("rank 3 (no heartbeat)"), std::string::npos) << line;
-  std::ifstream in(dir + "/abort.json");
-  const auto record = nlohmann::json::parse(in);
-  EXPECT_EQ(record["missing"].size(), 2u);
-  EXPECT_EQ(record["missing"][0]["host"], "node-a");
-  EXPECT_EQ(record["detected_by"]["rank"], 0);
+  EXPECT_EQ(all[1].host, "node-b");
+  EXPECT_EQ(all[1].liveness, 2);
+  EXPECT_FALSE(all[1].watch_ended);
+  EXPECT_EQ(all[0].liveness, -1) << "no watchdog has counted on rank 0";
+  EXPECT_FALSE(all[2].present);
+  EXPECT_EQ(all[2].rank, 2);
+  // A beat leaves the counter alone, and the counter leaves the beat alone.
+  r1.beat(8, "data");
+  r1.tick();
+  all = tp::Heartbeat::read_all(dir, 3);
+  EXPECT_EQ(all[1].step, 8);
+  EXPECT_EQ(all[1].phase, "data");
+  EXPECT_EQ(all[1].liveness, 3);
+  r1.end_watch();
+  all = tp::Heartbeat::read_all(dir, 3);
+  EXPECT_EQ(all[1].liveness, 3);
+  EXPECT_TRUE(all[1].watch_ended);
 }
 
-TEST(Heartbeat, LaterStepsAreNotBehind) {
-  const std::string dir = fresh_dir("hb-ahead");
-  tp::Heartbeat r0(dir, 0, "a"), r1(dir, 1, "b");
-  r0.beat(3, "comm");
-  r1.beat(4, "data");  // already past this collective
-  const auto all = tp::Heartbeat::read_all(dir, 2);
-  EXPECT_TRUE(tp::Heartbeat::behind(all, all[0]).empty());
-  EXPECT_EQ(tp::Heartbeat::behind(all, all[1]).size(), 1u);
+TEST(Heartbeat, TheAbortRecordNamesTheCulpritsWithTheirHostsAndWhy) {
+  const std::string dir = fresh_dir("hb-abort");
+  tp::Heartbeat r0(dir, 0, "node-a"), r1(dir, 1, "node-a"), r2(dir, 2, "node-b");
+  r0.beat(7, "comm");
+  r1.beat(7, "comm");
+  r2.beat(7, "comm");
+  for (auto* h : {&r0, &r1, &r2}) h->tick();
+  const auto first = tp::Heartbeat::read_all(dir, 4);  // rank 3 never wrote one
+  r0.tick();
+  r2.tick();  // rank 1's counter did not move: it stopped
+  const auto second = tp::Heartbeat::read_all(dir, 4);
+  const tp::Verdict verdict = tp::name_culprits(first, second);
+
+  const std::string line = tp::write_abort_record(dir, "ncclAllReduce stalled", second[0], verdict);
+  EXPECT_NE(line.find("did not arrive: rank 1 on node-a (last in step 7 comm; stopped or dead), "
+                      "rank 3 (no heartbeat)"),
+            std::string::npos)
+      << line;
+  std::ifstream in(dir + "/abort.json");
+  const auto record = nlohmann::json::parse(in);
+  ASSERT_EQ(record["missing"].size(), 2u);
+  EXPECT_EQ(record["missing"][0]["rank"], 1);
+  EXPECT_EQ(record["missing"][0]["host"], "node-a");
+  EXPECT_EQ(record["missing"][0]["last_phase"], "comm");
+  EXPECT_EQ(record["missing"][0]["why"], "stopped");
+  EXPECT_EQ(record["missing"][1]["rank"], 3);
+  EXPECT_TRUE(record["missing"][1]["host"].is_null());
+  EXPECT_EQ(record["missing"][1]["why"], "no heartbeat");
+  EXPECT_EQ(record["detected_by"]["rank"], 0);
+  EXPECT_EQ(record["furthest"]["step"], 7);
 }
 
 void touch(const std::string& path) {
   std::ofstream(path) << "{}\n";
+}
+
+// Once the first rank to look has published its verdict, the job is being torn down: a launcher
+// may let a stopped rank go on meanwhile, so a later look is no better evidence.
+TEST(Heartbeat, TheFirstVerdictStands) {
+  const std::string dir = fresh_dir("hb-first");
+  tp::Heartbeat r0(dir, 0, "node-a"), r1(dir, 1, "node-b");
+  r0.beat(4, "checkpoint");
+  r1.beat(4, "checkpoint");
+  const auto all = tp::Heartbeat::read_all(dir, 2);
+  tp::Verdict first;
+  first.culprits.push_back({all[1], tp::Culprit::Why::stopped});
+  const std::string line = tp::write_abort_record(dir, "stalled", all[0], first);
+  EXPECT_EQ(line.find("looked first"), std::string::npos) << line;
+  const std::string later = tp::write_abort_record(dir, "stalled", all[1], tp::Verdict{});
+  EXPECT_NE(later.find("rank 0 looked first: did not arrive: rank 1 on node-b (last in step 4 "
+                       "checkpoint; stopped or dead)"),
+            std::string::npos)
+      << later;
+  std::ifstream in(dir + "/abort.json");
+  const auto record = nlohmann::json::parse(in);
+  EXPECT_EQ(record["detected_by"]["rank"], 0);
+  ASSERT_EQ(record["missing"].size(), 1u);
+  EXPECT_EQ(record["missing"][0]["rank"], 1);
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(entry.path().filename().string().rfind("abort.json.", 0), std::string::npos)
+        << "a temporary record is left: " << entry.path();
+}
+
+// A reused folder: rank 0 clears the verdict of an earlier run as it starts.
+TEST(Heartbeat, AnEarlierRunsVerdictIsClearedByRankZero) {
+  const std::string dir = fresh_dir("hb-earlier");
+  std::filesystem::create_directory(dir);
+  touch(dir + "/abort.json");
+  tp::Heartbeat r1(dir, 1, "b");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/abort.json"));
+  tp::Heartbeat r0(dir, 0, "a");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/abort.json"));
 }
 
 TEST(Heartbeat, FinishRemovesTheEvidenceOfANormalRun) {
