@@ -47,6 +47,9 @@ std::string rank_checkpoint_file(int rank);
 inline constexpr const char* kSharedCheckpointFile = "state.h5";
 CheckpointLayout parse_layout(const std::string& text);  // UsageError names the value
 
+// One rank's part of a save (store.cpp).
+struct RankWrite;
+
 struct CheckpointSave {
   int64_t step = 0;
   uint64_t bytes = 0;                    // all ranks
@@ -114,6 +117,10 @@ class CheckpointStore {
                                Slice slice, TrainingState& mine, uint64_t& bytes) const;
   std::vector<std::pair<int64_t, std::string>> committed() const;  // newest first
   void retain(int64_t newest);
+  RankWrite write_part(const TrainingState& state, const std::string& partial);
+  void commit(const TrainingState& state, const std::vector<RankWrite>& writes,
+              CheckpointSave& save);
+  void agree_or_abandon(int64_t step, const std::string& problem, const std::string& partial) const;
 
   CheckpointOptions options_;
   World world_;
