@@ -80,47 +80,6 @@ bool CheckpointStore::sliced() const {
   return options_.layout == CheckpointLayout::shared_file || options_.shard_optimizer;
 }
 
-CheckpointFolderFacts CheckpointStore::preflight() {
-  std::string problem;
-  const std::string& dir = options_.dir;
-  const std::string probe = dir + "/.preflight-rank-" + std::to_string(world_.rank);
-  // Rank 0 creates the folder first; a rank that still lacks it afterwards is on a host that does
-  // not share it, creates its own, and is found out by the probe below.
-  std::error_code ec;
-  if (world_.rank == 0) fs::create_directories(dir, ec);
-  mpiCheck(MPI_Barrier(world_.comm));
-  if (world_.rank != 0) fs::create_directories(dir, ec);
-  try {
-    if (!fs::is_directory(dir)) throw RuntimeError("it is not a folder that exists");
-    const char byte = 1;
-    write_durably(probe, &byte, 1, clock_);
-  } catch (const RuntimeError& e) {
-    problem = "checkpoint.dir '" + dir + "' is not usable on host " + world_.host + ": " + e.what();
-  }
-  agree_or_throw<UsageError>(world_, problem);
-
-  // Every probe is written: a rank that cannot see rank 0's sees another folder, where neither
-  // its checkpoints would be committed nor a restore would find them. That is an error, found
-  // now rather than at the first restore (which would set every checkpoint aside as damaged).
-  const std::string seen = options_.test_unshared_rank == world_.rank ? dir + "/.unshared" : dir;
-  const bool sees_rank0 = fs::exists(seen + "/.preflight-rank-0", ec);
-  const std::string blind =
-      sees_rank0 ? std::string()
-                 : "checkpoint.dir '" + dir + "' on host " + world_.host +
-                       " is not the folder rank 0 sees (rank 0's probe file is not there): "
-                       "checkpoints need storage that every node shares";
-  // The agreement is also a barrier: every rank has looked for rank 0's probe before any probe
-  // is removed.
-  const std::string first = first_problem_named(world_, blind);
-  fs::remove(probe, ec);
-  if (!first.empty()) throw UsageError(first);
-
-  CheckpointFolderFacts facts;
-  facts.path = dir;
-  facts.filesystem = filesystem_type(dir);
-  return facts;
-}
-
 // A failure anywhere in a save is learned by every rank before the next collective call: the
 // ranks agree, rank 0 deletes what the save wrote (its space is free again), and every rank throws
 // the same EnvironmentError naming the host, the file and the error.

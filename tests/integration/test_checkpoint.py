@@ -56,7 +56,8 @@ class Checkpoint(CheckpointCase):
         self.assertEqual(run.returncode, 0, run)
         self.assertIsNone(run.report["train"]["restored_step"])
         self.assertEqual(run.report["train"]["steps_run"], 12)
-        self.assertEqual(sorted(os.listdir(self.dir)), ["step-00000008", "step-00000012"])
+        self.assertEqual(sorted(os.listdir(self.dir)),
+                         ["step-00000008", "step-00000012", "trainproof.lock"])
 
     def test_partial_and_manifestless_folders_are_ignored(self):
         self.stopped_after(2, 10)
@@ -109,7 +110,7 @@ class Checkpoint(CheckpointCase):
                      "--checkpoint.keep=3")
         self.assertEqual(run.returncode, 0, run)
         self.assertEqual(sorted(os.listdir(self.dir)),
-                         ["step-00000008", "step-00000010", "step-00000012"])
+                         ["step-00000008", "step-00000010", "step-00000012", "trainproof.lock"])
         self.assertEqual(len(run.report["checkpoint"]["saves"]), 6)
 
     def test_checkpoint_is_readable_hdf5(self):

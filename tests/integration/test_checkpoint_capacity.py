@@ -1,7 +1,7 @@
 """A checkpoint folder that runs out of space: a full disk during a save is exit 3 on every rank,
-naming the host, the file and the error, for both layouts and within a bounded time; and a failed
-save leaves nothing behind that would stop the next run. Needs root (the tests mount a small
-tmpfs)."""
+naming the host, the file and the error, for both layouts and within a bounded time; a folder too
+small for the checkpoints a run keeps is exit 2 before step 1; and a failed save leaves nothing
+behind that would stop the next run. Needs root (the tests mount a small tmpfs)."""
 import errno
 import os
 import re
@@ -17,6 +17,8 @@ from harness import main
 # The state of tiny.ini at this width: 3 * 256^2 fp32 values per tensor, about 1.5 MiB per replica
 # with SGD-momentum. A few checkpoints fit in 20 MiB.
 FITS = "--model.hidden=256"
+# 3 * 1024^2 values: 24 MiB per checkpoint, more than the whole tmpfs.
+TOO_BIG = "--model.hidden=1024"
 
 
 def fill(folder, leave=0):
@@ -94,6 +96,29 @@ class Capacity(unittest.TestCase):
 
     def test_disk_full_during_an_async_shared_file_save_is_exit_3(self):
         self.disk_full_during_a_save("--checkpoint.layout=shared-file", "--checkpoint.async=true")
+
+    def test_a_folder_too_small_for_the_kept_checkpoints_is_exit_2_before_step_1(self):
+        with small_tmpfs() as mount:
+            ckpt = os.path.join(mount, "ckpt")
+            for layout in ("file-per-rank", "shared-file"):
+                outcome = Launch(2, TOO_BIG, f"--checkpoint.dir={ckpt}", "--checkpoint.every=4",
+                                 f"--checkpoint.layout={layout}", "--checkpoint.keep=2",
+                                 beats=self.beats(layout)).finish()
+                self.assertIsNotNone(outcome, "the job hung")
+                self.assertEqual(outcome.returncode, 2, outcome)
+                found = re.search(r"has (\d+) bytes \([^)]*\) free; this run needs (\d+) bytes",
+                                  outcome.stderr)
+                self.assertIsNotNone(found, outcome)
+                free, needed = int(found.group(1)), int(found.group(2))
+                # Three checkpoints (keep 2, and the one being written) of 2 tensors of 3M fp32.
+                one = 3 * 1024 * 1024 * 4 * 2 * (2 if layout == "file-per-rank" else 1)
+                self.assertGreaterEqual(needed, 3 * one, outcome)
+                self.assertLess(needed, 3 * one * 1.01, outcome)
+                self.assertLessEqual(free, 20 << 20, outcome)
+                self.assertGreater(free, 19 << 20, outcome)
+                self.assertIn(ckpt, outcome.stderr)
+                self.assertIn("checkpoint.keep", outcome.stderr)
+                self.assertEqual([n for n in os.listdir(ckpt) if n.startswith("step-")], [])
 
 
 if __name__ == "__main__":
