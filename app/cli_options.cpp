@@ -116,7 +116,14 @@ po::options_description checkpoint_options() {
        "committed checkpoints kept; older ones are deleted only after a newer one is committed")
       ("checkpoint.cold_read", po::value<bool>()->default_value(false),
        "drop the checkpoint files from the page cache before a restore reads them, so "
-       "restore_gbps measures storage, not memory");
+       "restore_gbps measures storage, not memory")
+      ("checkpoint.overwrite", po::value<bool>()->default_value(false),
+       "true: checkpoints of another scenario (another scenario hash) in checkpoint.dir are "
+       "deleted at start; false: --resume none into such a folder is an error naming both hashes")
+      ("checkpoint.lock_wait_s", po::value<double>()->default_value(60.0),
+       "one job at a time writes a checkpoint folder (a lock file in it, held for the run): a "
+       "second job waits this long for the lock, then stops (exit 2) naming the holder's host and "
+       "pid. The wait covers a requeued job that briefly overlaps the one it replaces");
   // clang-format on
   return group;
 }

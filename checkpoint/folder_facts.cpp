@@ -32,7 +32,7 @@ bool node_local_filesystem(const std::string& type) {
 }
 
 std::vector<std::string> checkpoint_folder_warnings(const CheckpointFolderFacts& facts, int hosts) {
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings = facts.warnings;
   if (hosts > 1 && node_local_filesystem(facts.filesystem)) {
     warnings.push_back("checkpoint.dir '" + facts.path + "' is on a node-local filesystem (" +
                        facts.filesystem + ") while the run spans " + std::to_string(hosts) +

@@ -9,7 +9,8 @@ namespace tp {
 
 struct CheckpointFolderFacts {
   std::string path;
-  std::string filesystem;  // "ext2/3/4", "nfs", "lustre", ... or "unknown (0x...)"
+  std::string filesystem;             // "ext2/3/4", "nfs", "lustre", ... or "unknown (0x...)"
+  std::vector<std::string> warnings;  // what the preflight found (rank 0): no flock, overwrites
 };
 
 // The filesystem type of `path` (statfs), by name.

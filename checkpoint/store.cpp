@@ -19,6 +19,7 @@
 #include "checkpoint/hdf5_image.h"
 #include "checkpoint/shared_file.h"
 #include "checkpoint/slices.h"
+#include "checkpoint/storage_space.h"
 #include "common/digest.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -27,7 +28,6 @@
 #include "mpi/gather.h"
 
 namespace tp {
-namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -41,32 +41,6 @@ struct RankWrite {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankWrite, bytes, start, end, fsync_s, slice_begin, slice_end,
                                    checksum)
-
-// One write and one fsync; returns the fsync seconds. `midway`, when set, runs once half of the
-// bytes are written (where a ckpt-write fault strikes).
-double write_durably(const std::string& path, const void* data, size_t size,
-                     const AlignedClock& clock, const std::function<void()>& midway = {}) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw RuntimeError("cannot create '" + path + "': " + std::strerror(errno));
-  const auto* bytes = static_cast<const char*>(data);
-  const size_t half = midway ? size / 2 : size;
-  try {
-    write_all(fd, bytes, half, path);
-    if (midway) midway();
-    write_all(fd, bytes + half, size - half, path);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  const double before = clock.local_now();
-  const int rc = ::fsync(fd);
-  const double fsync_s = clock.local_now() - before;
-  ::close(fd);
-  if (rc != 0) throw RuntimeError("fsync '" + path + "': " + std::strerror(errno));
-  return fsync_s;
-}
-
-}  // namespace
 
 std::string rank_checkpoint_file(int rank) {
   char name[32];
@@ -106,57 +80,26 @@ bool CheckpointStore::sliced() const {
   return options_.layout == CheckpointLayout::shared_file || options_.shard_optimizer;
 }
 
-CheckpointFolderFacts CheckpointStore::preflight() {
-  std::string problem;
-  const std::string& dir = options_.dir;
-  const std::string probe = dir + "/.preflight-rank-" + std::to_string(world_.rank);
-  // Rank 0 creates the folder first; a rank that still lacks it afterwards is on a host that does
-  // not share it, creates its own, and is found out by the probe below.
-  std::error_code ec;
-  if (world_.rank == 0) fs::create_directories(dir, ec);
-  mpiCheck(MPI_Barrier(world_.comm));
-  if (world_.rank != 0) fs::create_directories(dir, ec);
-  try {
-    if (!fs::is_directory(dir)) throw RuntimeError("it is not a folder that exists");
-    const char byte = 1;
-    write_durably(probe, &byte, 1, clock_);
-  } catch (const RuntimeError& e) {
-    problem = "checkpoint.dir '" + dir + "' is not usable on host " + world_.host + ": " + e.what();
+// A failure anywhere in a save is learned by every rank before the next collective call: the
+// ranks agree, rank 0 deletes what the save wrote (its space is free again), and every rank throws
+// the same EnvironmentError naming the host, the file and the error.
+void CheckpointStore::agree_or_abandon(int64_t step, const std::string& problem,
+                                       const std::string& partial) const {
+  const std::string mine = problem.empty() ? problem
+                                           : problem + " (rank " + std::to_string(world_.rank) +
+                                                 " on host " + world_.host + ")";
+  const std::string first = first_problem(world_, mine);
+  if (first.empty()) return;
+  if (world_.rank == 0) {
+    std::error_code ec;
+    fs::remove_all(partial, ec);
   }
-  agree_or_throw<UsageError>(world_, problem);
-
-  // Every probe is written: a rank that cannot see rank 0's sees another folder, where neither
-  // its checkpoints would be committed nor a restore would find them. That is an error, found
-  // now rather than at the first restore (which would set every checkpoint aside as damaged).
-  const std::string seen = options_.test_unshared_rank == world_.rank ? dir + "/.unshared" : dir;
-  const bool sees_rank0 = fs::exists(seen + "/.preflight-rank-0", ec);
-  const std::string blind =
-      sees_rank0 ? std::string()
-                 : "checkpoint.dir '" + dir + "' on host " + world_.host +
-                       " is not the folder rank 0 sees (rank 0's probe file is not there): "
-                       "checkpoints need storage that every node shares";
-  // The agreement is also a barrier: every rank has looked for rank 0's probe before any probe
-  // is removed.
-  const std::string first = first_problem_named(world_, blind);
-  fs::remove(probe, ec);
-  if (!first.empty()) throw UsageError(first);
-
-  CheckpointFolderFacts facts;
-  facts.path = dir;
-  facts.filesystem = filesystem_type(dir);
-  return facts;
+  throw EnvironmentError("checkpoint " + folder_name(step) + " was not saved: " + first);
 }
 
-CheckpointSave CheckpointStore::save(const TrainingState& state) {
-  const double save_start = clock_.now();
-  const std::string final_dir = options_.dir + "/" + folder_name(state.step);
-  const std::string partial = final_dir + ".partial";
-  if (world_.rank == 0) {
-    fs::remove_all(partial);  // a stale one from a crash never counts and is replaced
-    fs::create_directories(partial);
-  }
-  mpiCheck(MPI_Barrier(world_.comm));
-
+// This rank's part of a save, written and durable. RuntimeError names the file and the error;
+// the shared file's collective calls are made on every rank whatever fails.
+RankWrite CheckpointStore::write_part(const TrainingState& state, const std::string& partial) {
   const uint64_t total = state.params.size();
   const Slice slice = sliced() ? rank_slice(total, world_.rank, world_.size) : Slice{0, total};
   const std::string label = layout_label(options_.layout, options_.shard_optimizer);
@@ -178,90 +121,130 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
         write_durably(partial + "/" + rank_checkpoint_file(world_.rank), image.data(), image.size(),
                       clock_, [&] { fault_point(state.step, "ckpt-write"); });
     written.end = clock_.now();
-  } else {
-    const TrainingState mine = cut(state, slice);
-    written.checksum = slab_checksum(mine);
-    written.bytes = state_bytes(mine);
-    const std::string path = partial + "/" + kSharedCheckpointFile;
-    mpiCheck(MPI_Barrier(world_.comm));
-    written.start = clock_.now();
-    written.fsync_s =
-        write_shared_checkpoint(path, world_.comm, mine, slice, meta, !state.moment2.empty(),
-                                [&] { fault_point(state.step, "ckpt-write"); });
-    // MPI_File_sync made the data durable; this rank's own fsync also covers a filesystem whose
-    // MPI-IO driver buffers on the client until close.
-    fsync_path(path, O_RDONLY);
-    written.end = clock_.now();
-    spdlog::debug("save {}: slab of {} bytes written in {:.3f} s, of which {:.3f} s flush", path,
-                  written.bytes, written.end - written.start, written.fsync_s);
+    return written;
   }
+  const TrainingState mine = cut(state, slice);
+  written.checksum = slab_checksum(mine);
+  written.bytes = state_bytes(mine);
+  const std::string path = partial + "/" + kSharedCheckpointFile;
+  mpiCheck(MPI_Barrier(world_.comm));
+  written.start = clock_.now();
+  const SharedWrite shared =
+      write_shared_checkpoint(path, world_.comm, mine, slice, meta, !state.moment2.empty(),
+                              [&] { fault_point(state.step, "ckpt-write"); });
+  if (!shared.problem.empty()) throw RuntimeError(shared.problem);
+  if (shared.any_failed) return written;  // another rank's problem; the agreement names it
+  written.fsync_s = shared.flush_s;
+  // MPI_File_sync made the data durable; this rank's own fsync also covers a filesystem whose
+  // MPI-IO driver buffers on the client until close.
+  fsync_path(path, O_RDONLY);
+  written.end = clock_.now();
+  spdlog::debug("save {}: slab of {} bytes written in {:.3f} s, of which {:.3f} s flush", path,
+                written.bytes, written.end - written.start, written.fsync_s);
+  return written;
+}
 
-  if (world_.rank != 0) fault_point(state.step, "ckpt-commit");
+CheckpointSave CheckpointStore::save(const TrainingState& state) {
+  const double save_start = clock_.now();
+  const std::string final_dir = options_.dir + "/" + folder_name(state.step);
+  const std::string partial = final_dir + ".partial";
+  std::string problem;
+  if (world_.rank == 0) {
+    std::error_code ec;
+    fs::remove_all(partial, ec);  // a stale one from a crash never counts and is replaced
+    if (!ec) fs::create_directories(partial, ec);
+    if (ec) problem = "cannot create '" + partial + "': " + ec.message();
+  }
+  agree_or_abandon(state.step, problem, partial);
+
+  RankWrite written;
+  try {
+    written = write_part(state, partial);
+  } catch (const RuntimeError& e) {
+    problem = e.what();
+  }
+  if (world_.rank != 0 && problem.empty()) fault_point(state.step, "ckpt-commit");
+  agree_or_abandon(state.step, problem, partial);
+
   const std::vector<RankWrite> writes = gather_records_at_root(world_, written);
   CheckpointSave save;
   save.step = state.step;
   if (world_.rank == 0) {
-    const double commit_start = clock_.now();
-    json manifest{{"format", kCheckpointFormat},
-                  {"step", state.step},
-                  {"world_size", world_.size},
-                  {"scenario_hash", scenario_hash_},
-                  {"layout", layout_label(options_.layout, false)},
-                  {"shard_optimizer", options_.shard_optimizer},
-                  {"total_elements", total},
-                  {"created", utc_timestamp()},
-                  {"files", json::array()}};
-    save.first_start = writes[0].start;
-    save.last_end = writes[0].end;
-    json slabs = json::array();
-    for (int r = 0; r < world_.size; ++r) {
-      const RankWrite& w = writes[size_t(r)];
-      const json entry{{"rank", r},
-                       {"bytes", w.bytes},
-                       {"elements", {w.slice_begin, w.slice_end}},
-                       {"xxh3_128", w.checksum}};
-      if (options_.layout == CheckpointLayout::file_per_rank) {
-        json file = entry;
-        file["name"] = rank_checkpoint_file(r);
-        manifest["files"].push_back(file);
-        save.bytes += w.bytes;
-      } else {
-        slabs.push_back(entry);
-      }
-      save.first_start = std::min(save.first_start, w.start);
-      save.last_end = std::max(save.last_end, w.end);
-      save.rank_gbps.push_back(w.end > w.start ? double(w.bytes) / (w.end - w.start) / 1e9 : 0.0);
-      save.max_fsync_s = std::max(save.max_fsync_s, w.fsync_s);
+    try {
+      commit(state, writes, save);
+    } catch (const RuntimeError& e) {
+      problem = e.what();
+    } catch (const fs::filesystem_error& e) {
+      problem = e.what();
     }
-    if (options_.layout == CheckpointLayout::shared_file) {
-      save.bytes = uint64_t(fs::file_size(partial + "/" + kSharedCheckpointFile));
-      manifest["files"].push_back(
-          {{"name", kSharedCheckpointFile}, {"bytes", save.bytes}, {"slabs", slabs}});
-    }
-    if (manifest_extra_) manifest.update(manifest_extra_(state.step));
-    const std::string text = manifest.dump(2) + "\n";
-    write_durably(partial + "/MANIFEST.json", text.data(), text.size(), clock_);
-    fsync_path(partial, O_RDONLY | O_DIRECTORY);
-    fault_point(state.step, "ckpt-commit");
-    // A fresh run over an old folder commits a step that exists already: the two folders are
-    // exchanged in one atomic rename, so the step exists at every instant, and the old copy
-    // (now under the .partial name, which never counts) is deleted after.
-    std::error_code ec;
-    if (fs::exists(final_dir)) {
-      if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) != 0)
-        throw RuntimeError("cannot exchange " + partial + " and " + final_dir + ": " +
-                           std::strerror(errno));
-    } else {
-      fs::rename(partial, final_dir);
-    }
-    fsync_path(options_.dir, O_RDONLY | O_DIRECTORY);
-    fs::remove_all(partial, ec);
-    save.commit_s = clock_.now() - commit_start;
-    retain(state.step);
     save.total_s = clock_.now() - save_start;
   }
-  mpiCheck(MPI_Barrier(world_.comm));
+  agree_or_abandon(state.step, problem, partial);
   return save;
+}
+
+// Rank 0: the manifest, the renames and fsyncs that commit the checkpoint, then retention.
+void CheckpointStore::commit(const TrainingState& state, const std::vector<RankWrite>& writes,
+                             CheckpointSave& save) {
+  const std::string final_dir = options_.dir + "/" + folder_name(state.step);
+  const std::string partial = final_dir + ".partial";
+  const double commit_start = clock_.now();
+  json manifest{{"format", kCheckpointFormat},
+                {"step", state.step},
+                {"world_size", world_.size},
+                {"scenario_hash", scenario_hash_},
+                {"layout", layout_label(options_.layout, false)},
+                {"shard_optimizer", options_.shard_optimizer},
+                {"total_elements", state.params.size()},
+                {"created", utc_timestamp()},
+                {"files", json::array()}};
+  save.first_start = writes[0].start;
+  save.last_end = writes[0].end;
+  json slabs = json::array();
+  for (int r = 0; r < world_.size; ++r) {
+    const RankWrite& w = writes[size_t(r)];
+    const json entry{{"rank", r},
+                     {"bytes", w.bytes},
+                     {"elements", {w.slice_begin, w.slice_end}},
+                     {"xxh3_128", w.checksum}};
+    if (options_.layout == CheckpointLayout::file_per_rank) {
+      json file = entry;
+      file["name"] = rank_checkpoint_file(r);
+      manifest["files"].push_back(file);
+      save.bytes += w.bytes;
+    } else {
+      slabs.push_back(entry);
+    }
+    save.first_start = std::min(save.first_start, w.start);
+    save.last_end = std::max(save.last_end, w.end);
+    save.rank_gbps.push_back(w.end > w.start ? double(w.bytes) / (w.end - w.start) / 1e9 : 0.0);
+    save.max_fsync_s = std::max(save.max_fsync_s, w.fsync_s);
+  }
+  if (options_.layout == CheckpointLayout::shared_file) {
+    save.bytes = uint64_t(fs::file_size(partial + "/" + kSharedCheckpointFile));
+    manifest["files"].push_back(
+        {{"name", kSharedCheckpointFile}, {"bytes", save.bytes}, {"slabs", slabs}});
+  }
+  if (manifest_extra_) manifest.update(manifest_extra_(state.step));
+  const std::string text = manifest.dump(2) + "\n";
+  write_durably(partial + "/MANIFEST.json", text.data(), text.size(), clock_);
+  fsync_path(partial, O_RDONLY | O_DIRECTORY);
+  fault_point(state.step, "ckpt-commit");
+  // A fresh run over an old folder commits a step that exists already: the two folders are
+  // exchanged in one atomic rename, so the step exists at every instant, and the old copy
+  // (now under the .partial name, which never counts) is deleted after.
+  std::error_code ec;
+  if (fs::exists(final_dir)) {
+    if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) != 0)
+      throw RuntimeError("cannot exchange " + partial + " and " + final_dir + ": " +
+                         std::strerror(errno));
+  } else {
+    fs::rename(partial, final_dir);
+  }
+  fsync_path(options_.dir, O_RDONLY | O_DIRECTORY);
+  fs::remove_all(partial, ec);
+  save.commit_s = clock_.now() - commit_start;
+  retain(state.step);
 }
 
 std::vector<std::pair<int64_t, std::string>> CheckpointStore::committed() const {

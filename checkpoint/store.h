@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/folder_facts.h"
+#include "checkpoint/folder_lock.h"
 #include "checkpoint/slices.h"
 #include "common/training_state.h"
 #include "mpi/clock_sync.h"
@@ -36,6 +37,10 @@ struct CheckpointOptions {
   CheckpointLayout layout = CheckpointLayout::file_per_rank;
   // file-per-rank only: each rank writes a distinct slice of the state (ZeRO-1 style).
   bool shard_optimizer = false;
+  // Another scenario's checkpoints in the folder are deleted at the preflight instead of refused.
+  bool overwrite = false;
+  // How long the preflight waits for another job's lock on the folder before giving up.
+  double lock_wait_s = 60;
   // Test-only: this rank looks for rank 0's probe in a folder of its own, as a rank on a host
   // with its own disk under the same path would.
   int test_unshared_rank = -1;
@@ -47,6 +52,15 @@ std::string layout_label(CheckpointLayout layout, bool shard_optimizer);
 std::string rank_checkpoint_file(int rank);
 inline constexpr const char* kSharedCheckpointFile = "state.h5";
 CheckpointLayout parse_layout(const std::string& text);  // UsageError names the value
+
+// What the preflight checks the folder against.
+struct PreflightPlan {
+  uint64_t checkpoint_bytes = 0;  // one checkpoint, all ranks' files; 0: free space not checked
+  bool fresh_start = false;       // --resume none: the run writes over what the folder holds
+};
+
+// One rank's part of a save (store.cpp).
+struct RankWrite;
 
 struct CheckpointSave {
   int64_t step = 0;
@@ -78,10 +92,17 @@ class CheckpointStore {
   CheckpointStore(CheckpointOptions options, World world, std::string scenario_hash,
                   const AlignedClock& clock);
 
-  // Collective. Every rank writes, fsyncs and deletes a probe file; an unusable folder is a
-  // UsageError on every rank. Returns the folder's filesystem and the hosts that do not share it
-  // (complete on rank 0).
-  CheckpointFolderFacts preflight();
+  // Collective, before anything else touches the folder (docs/checkpoint.md, "Preflight"):
+  // rank 0 takes the folder's lock for the life of this store (another job holding it past
+  // options.lock_wait_s is a UsageError naming its host and pid) and removes the leftovers of
+  // earlier runs; every rank writes, fsyncs and deletes a probe file (an unusable folder, or one
+  // some rank does not share, is a UsageError naming the host); another scenario's checkpoints
+  // are refused on a fresh start, or deleted with options.overwrite; and the free space must
+  // hold keep + 1 checkpoints. Returns the folder's facts (complete on rank 0).
+  CheckpointFolderFacts preflight(const PreflightPlan& plan = {});
+  // One checkpoint's size on disk, all ranks' files and the manifest, for a state of `elements`
+  // values per tensor: an estimate that errs high by a few KiB per file.
+  uint64_t expected_bytes(uint64_t elements, bool with_moment2) const;
   // Collective. Returns the figures on rank 0 (others get their own part).
   CheckpointSave save(const TrainingState& state);
   // Collective. The newest checkpoint whose every file verifies, or nullopt when none does.
@@ -115,6 +136,16 @@ class CheckpointStore {
                                Slice slice, TrainingState& mine, uint64_t& bytes) const;
   std::vector<std::pair<int64_t, std::string>> committed() const;  // newest first
   void retain(int64_t newest);
+  RankWrite write_part(const TrainingState& state, const std::string& partial);
+  void commit(const TrainingState& state, const std::vector<RankWrite>& writes,
+              CheckpointSave& save);
+  void agree_or_abandon(int64_t step, const std::string& problem, const std::string& partial) const;
+  // Preflight steps on rank 0 (preflight.cpp); each returns "" or a problem for the agreement.
+  std::string take_lock(CheckpointFolderFacts& facts);
+  void remove_leftovers() const;
+  void probe_from_every_rank() const;
+  std::string check_scenarios(const PreflightPlan& plan, CheckpointFolderFacts& facts) const;
+  std::string check_capacity(const PreflightPlan& plan) const;
 
   CheckpointOptions options_;
   World world_;
@@ -122,6 +153,7 @@ class CheckpointStore {
   const AlignedClock& clock_;
   std::function<void(int64_t, const char*)> fault_hook_;
   std::function<nlohmann::json(int64_t)> manifest_extra_;
+  FolderLock lock_;  // rank 0, from the preflight on
 };
 
 }  // namespace tp

@@ -18,6 +18,8 @@ CheckpointOptions checkpoint_options(const TrainConfig& config) {
   o.cold_read = config.checkpoint_cold_read;
   o.layout = parse_layout(config.checkpoint_layout);
   o.shard_optimizer = config.checkpoint_shard_optimizer;
+  o.overwrite = config.checkpoint_overwrite;
+  o.lock_wait_s = config.checkpoint_lock_wait_s;
   o.test_unshared_rank = config.test.unshared_checkpoint_rank;
   return o;
 }
@@ -30,7 +32,11 @@ CheckpointDriver::CheckpointDriver(const TrainConfig& config, const World& world
       clock_(clock),
       store_(checkpoint_options(config), world, scenario_hash(config), clock),
       writer_world_(world) {
-  folder_ = store_.preflight();
+  PreflightPlan plan;
+  plan.checkpoint_bytes = store_.expected_bytes(uint64_t(config.model.parameters()),
+                                                config.optimizer.kind == OptimizerKind::adam);
+  plan.fresh_start = config.resume == "none";
+  folder_ = store_.preflight(plan);
   if (config.resume == "none" && world.rank == 0 && store_.newest_committed() > 0)
     spdlog::warn(
         "checkpoint.dir '{}' already holds checkpoints up to step {}; --resume none "

@@ -29,7 +29,9 @@ struct Preemption {
 
 class CheckpointDriver {
  public:
-  // Collective. Proves the folder usable from every rank before step 1 (UsageError otherwise).
+  // Collective. Takes the folder for this run (its lock, held until the driver is destroyed) and
+  // proves it usable from every rank, big enough, and not another scenario's before step 1
+  // (UsageError otherwise).
   // `manifest_extra` adds fields to each manifest (the data loader's position).
   CheckpointDriver(const TrainConfig& config, const World& world, const AlignedClock& clock,
                    FaultInjector& faults,

@@ -63,7 +63,9 @@ struct TrainConfig {
   std::string checkpoint_layout = "file-per-rank";  // or shared-file
   bool checkpoint_shard_optimizer = false;
   bool checkpoint_async = false;
-  std::string resume = "none";  // none, auto, require
+  bool checkpoint_overwrite = false;     // delete another scenario's checkpoints in the folder
+  double checkpoint_lock_wait_s = 60.0;  // wait this long for another job's lock on the folder
+  std::string resume = "none";           // none, auto, require
   DataConfig data;
   double epochs = 0;  // > 0: train.steps follows from the dataset (ceil(epochs * samples / batch))
   TestHooks test;

@@ -57,7 +57,8 @@ class Checkpoint(CheckpointCase):
         self.assertEqual(run.returncode, 0, run)
         self.assertIsNone(run.report["train"]["restored_step"])
         self.assertEqual(run.report["train"]["steps_run"], 12)
-        self.assertEqual(sorted(os.listdir(self.dir)), ["step-00000008", "step-00000012"])
+        self.assertEqual(sorted(os.listdir(self.dir)),
+                         ["step-00000008", "step-00000012", "trainproof.lock"])
 
     def test_requeued_job_with_nothing_left_to_run_is_none_not_pass(self):
         self.assertEqual(self.train(2).returncode, 0)
@@ -177,7 +178,7 @@ class Checkpoint(CheckpointCase):
                      "--checkpoint.keep=3")
         self.assertEqual(run.returncode, 0, run)
         self.assertEqual(sorted(os.listdir(self.dir)),
-                         ["step-00000008", "step-00000010", "step-00000012"])
+                         ["step-00000008", "step-00000010", "step-00000012", "trainproof.lock"])
         self.assertEqual(len(run.report["checkpoint"]["saves"]), 6)
 
     def test_checkpoint_is_readable_hdf5(self):

@@ -112,6 +112,26 @@ TEST_F(CheckpointStore, ACrashMidWriteLeavesOnlyAPartialFolder) {
   EXPECT_EQ(store().newest_committed(), 4);
 }
 
+// A save that fails (a full disk, an I/O error) is learned by every rank alike, and what it wrote
+// is deleted, so its space is free again.
+TEST_F(CheckpointStore, AFailedSaveIsAnEnvironmentErrorAndLeavesNoPartialFolder) {
+  save_steps({4});
+  auto s = store();
+  s.set_fault_hook([](int64_t, const char* point) {
+    if (std::string(point) == "ckpt-write")
+      throw tp::RuntimeError("write 'x': No space left on device");
+  });
+  try {
+    s.save(state_at(8));
+    FAIL() << "the save reported no failure";
+  } catch (const tp::EnvironmentError& e) {
+    EXPECT_STREQ(e.what(),
+                 "checkpoint step-00000008 was not saved: write 'x': No space left on device "
+                 "(rank 0 on host unit-host)");
+  }
+  EXPECT_EQ(listing(dir), std::set<std::string>{"step-00000004"});
+}
+
 TEST_F(CheckpointStore, FaultPointsComeInProtocolOrder) {
   auto s = store();
   std::vector<std::string> points;
@@ -158,7 +178,8 @@ TEST_F(CheckpointStore, UnusableFolderIsAUsageErrorNamingTheHost) {
 TEST_F(CheckpointStore, PreflightLeavesNoProbeBehind) {
   const tp::CheckpointFolderFacts facts = store().preflight();
   EXPECT_EQ(facts.path, dir);
-  EXPECT_TRUE(listing(dir).empty());
+  // The lock file stays: deleting it would let a job waiting on it lock a file no later job sees.
+  EXPECT_EQ(listing(dir), std::set<std::string>{tp::kFolderLockFile});
 }
 
 TEST_F(CheckpointStore, AFolderThisRankDoesNotShareIsAUsageError) {
