@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/text_safety.h"
+
 namespace tp {
 namespace {
 
@@ -169,31 +171,6 @@ std::string check_lines(const json& checks) {
                   c.at("reason").get<std::string>().c_str());
   }
   return out;
-}
-
-// Bytes in the well-formed UTF-8 sequence starting at `i`; 0 when there is none.
-size_t utf8_sequence_length(const std::string& text, size_t i) {
-  const auto lead = static_cast<unsigned char>(text[i]);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  unsigned min = 0;
-  if (lead >= 0xc2 && lead <= 0xdf)
-    length = 2, min = 0x80;
-  else if (lead >= 0xe0 && lead <= 0xef)
-    length = 3, min = 0x800;
-  else if (lead >= 0xf0 && lead <= 0xf4)
-    length = 4, min = 0x10000;
-  else
-    return 0;
-  if (i + length > text.size()) return 0;
-  unsigned code = lead & (0x7f >> length);
-  for (size_t k = 1; k < length; ++k) {
-    const auto next = static_cast<unsigned char>(text[i + k]);
-    if ((next & 0xc0) != 0x80) return 0;
-    code = (code << 6) | (next & 0x3f);
-  }
-  const bool surrogate = code >= 0xd800 && code <= 0xdfff;
-  return code < min || code > 0x10ffff || surrogate ? 0 : length;
 }
 
 // What a terminal would act on (C0 and C1 controls, DEL, bytes that are not UTF-8) as visible

@@ -1,9 +1,7 @@
 #include "common/text_safety.h"
 
 namespace tp {
-namespace {
 
-// Length of the valid UTF-8 sequence that starts at text[at], or 0 when none does.
 size_t utf8_sequence_length(std::string_view text, size_t at) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[at + k]); };
   const unsigned char lead = byte(0);
@@ -30,6 +28,8 @@ size_t utf8_sequence_length(std::string_view text, size_t at) {
     if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
   return length;
 }
+
+namespace {
 
 int hex_value(char digit) {
   if (digit >= '0' && digit <= '9') return digit - '0';
