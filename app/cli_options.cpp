@@ -275,6 +275,8 @@ std::string fault_grammar() {
          "  hang:rank=R,step=S[,phase=P]  rank R stops responding there; the watchdog\n"
          "                                must abort the job and name it\n"
          "                                (watchdog.timeout_s)\n"
+         "  stop:rank=R,step=S[,phase=P]  rank R SIGSTOPs itself there, every thread\n"
+         "                                frozen; the watchdog must name it alone\n"
          "  corrupt:shard=R,mode=MODE     trainproof drill damages the newest committed\n"
          "                                checkpoint before a relaunch restores it;\n"
          "                                either field may be left out, not both\n"
@@ -286,8 +288,8 @@ std::string fault_grammar() {
          "  S     step >= 1; ckpt-* phases: a step that takes a checkpoint\n"
          "  MS    milliseconds > 0\n"
          "  P     data, compute (default), comm, optimizer: on entering that phase\n"
-         "        ckpt-write (kill only): midway through writing its checkpoint data\n"
-         "        ckpt-commit (kill only): its files durable, its checksum not yet\n"
+         "        ckpt-write (kill, stop): midway through writing its checkpoint data\n"
+         "        ckpt-commit (kill, stop): its files durable, its checksum not yet\n"
          "        reported; on rank 0 after the manifest, before the rename\n"
          "  MODE  flip (default): one byte flipped; truncate: cut to half; delete\n"
          "  N     seed >= 0; the same seed draws the same kill, so a failure replays\n"
@@ -297,6 +299,7 @@ std::string fault_grammar() {
          "  --fault slow:rank=1,ms=20\n"
          "  --fault kill:rank=0,step=8,phase=ckpt-commit\n"
          "  --fault hang:rank=1,step=5,phase=comm\n"
+         "  --fault stop:rank=2,step=5,phase=comm\n"
          "  --fault corrupt:shard=1,mode=truncate\n"
          "  --fault random:seed=3\n";
 }

@@ -36,7 +36,8 @@ std::string fault_text(const FiredFault& fired) {
   return fired.origin == fired.text ? fired.text : fired.origin + " -> " + fired.text;
 }
 
-// A hang is located where the watchdog's evidence puts it, never where its spec aimed it.
+// A hung or stopped rank is located where the watchdog's evidence puts it, never where its spec
+// aimed it.
 std::optional<std::string> locate_hang(const FiredFault& fired,
                                        const std::optional<AbortRecord>& abort,
                                        DrillFailure& failure) {
@@ -54,7 +55,8 @@ std::optional<std::string> locate_hang(const FiredFault& fired,
       named.begin(), named.end(), [&](const auto& entry) { return entry.rank == fired.rank; });
   if (victim_named) return std::nullopt;
   return "the watchdog did not name rank " + std::to_string(fired.rank) +
-         ", which hung (abort.json: " + (abort ? abort->text : std::string("absent")) + ")";
+         (fired.kind == "stop" ? ", which stopped" : ", which hung") +
+         " (abort.json: " + (abort ? abort->text : std::string("absent")) + ")";
 }
 
 std::optional<std::string> describe_fired(const FiredFault& fired,
@@ -63,7 +65,7 @@ std::optional<std::string> describe_fired(const FiredFault& fired,
   failure.fault = fault_text(fired);
   failure.kind = fired.kind;
   failure.fault_unix = fired.unix_time;
-  if (fired.kind == "hang") return locate_hang(fired, abort, failure);
+  if (fired.kind == "hang" || fired.kind == "stop") return locate_hang(fired, abort, failure);
   failure.detected = true;
   failure.rank = fired.rank;
   failure.host = fired.host;

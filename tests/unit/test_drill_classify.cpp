@@ -108,6 +108,18 @@ TEST(DrillClassify, HangBlamedOnAnotherRankIsAProblem) {
             "the watchdog did not name rank 1, which hung (abort.json: {\"missing\":[...]})");
 }
 
+// A stopped rank, like a hung one, is located by the watchdog, which must name it.
+TEST(DrillClassify, StopBlamedOnAnotherRankIsAProblem) {
+  tp::LaunchEvidence evidence = died_at_step_10();
+  evidence.fired = {fired("stop", 1, 6, "comm")};
+  evidence.abort = abort_naming(0, 5, "comm");
+  const auto classified = tp::classify_failure(evidence);
+  ASSERT_TRUE(classified.has_value());
+  EXPECT_EQ(classified->failure.rank, 0);
+  EXPECT_EQ(classified->problem,
+            "the watchdog did not name rank 1, which stopped (abort.json: {\"missing\":[...]})");
+}
+
 TEST(DrillClassify, HangWithoutAnAbortRecordIsUndetectedAndUnlocated) {
   tp::LaunchEvidence evidence = died_at_step_10();
   evidence.fired = {fired("hang", 1, 6, "compute")};
