@@ -70,6 +70,35 @@ std::string ms(double seconds) {
   return text;
 }
 
+// One save's figures: its parts, and what the user paid for it (docs/checkpoint.md).
+json save_json(const CheckpointSave& s, bool async) {
+  json save{{"step", s.step},
+            {"bytes", s.bytes},
+            {"write_gbps", s.write_gbps()},
+            {"serialize_s", s.serialize_s},
+            {"write_s", s.write_s},
+            {"fsync_s", s.max_fsync_s},
+            {"commit_s", s.commit_s},
+            {"total_s", s.total_s},
+            {"stall_s", s.stall_s}};
+  if (async)
+    save["time_to_durable_s"] = s.time_to_durable_s;
+  else  // training waited for every byte: the bandwidth the user saw
+    save["effective_gbps"] =
+        s.stall_s > 0 ? json(double(s.bytes) / s.stall_s / 1e9) : json(nullptr);
+  return save;
+}
+
+// The stall's p50 over checkpoint.every steps without their checkpoint phase; null without saves.
+json stall_fraction(const RunRecord& run, const std::vector<double>& stalls) {
+  std::vector<double> training;
+  for (const auto& rank : run.timings)
+    for (const auto& t : rank) training.push_back(t.step - t.checkpoint);
+  const double between = double(run.config.checkpoint_every) * median(training);
+  if (stalls.empty() || training.empty() || between <= 0) return nullptr;
+  return median(stalls) / between;
+}
+
 json checkpoint_json(const RunRecord& run, const json& stall) {
   const TrainConfig& cfg = run.config;
   json c{{"dir", cfg.checkpoint_dir},
@@ -84,13 +113,7 @@ json checkpoint_json(const RunRecord& run, const json& stall) {
   uint64_t bytes = 0;
   std::vector<double> gbps, rank_gbps, fsync, commit, total, stalls;
   for (const CheckpointSave& s : run.saves) {
-    c["saves"].push_back({{"step", s.step},
-                          {"bytes", s.bytes},
-                          {"write_gbps", s.write_gbps()},
-                          {"fsync_s", s.max_fsync_s},
-                          {"commit_s", s.commit_s},
-                          {"total_s", s.total_s},
-                          {"stall_s", s.stall_s}});
+    c["saves"].push_back(save_json(s, cfg.checkpoint_async));
     bytes = s.bytes;
     gbps.push_back(s.write_gbps());
     rank_gbps.insert(rank_gbps.end(), s.rank_gbps.begin(), s.rank_gbps.end());
@@ -112,6 +135,7 @@ json checkpoint_json(const RunRecord& run, const json& stall) {
   // Per checkpoint, start to commit, next to what training waited for it (async hides the rest).
   c["total_s"] = total.empty() ? json(nullptr) : json(summary_json(summarize(total)));
   c["stall_s"] = stalls.empty() ? json(nullptr) : json(summary_json(summarize(stalls)));
+  c["stall_fraction"] = stall_fraction(run, stalls);
   c["restore"] =
       run.restored
           ? json{{"step", run.restored->step},

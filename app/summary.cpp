@@ -48,8 +48,14 @@ std::string checkpoint_lines(const json& c) {
         si(c.at("write_gbps").get<double>() * 1e9, "B").c_str(),
         si(c.at("rank_write_gbps").at("min").get<double>() * 1e9, "B").c_str(),
         si(c.at("rank_write_gbps").at("max").get<double>() * 1e9, "B").c_str());
-    out += format("  per checkpoint p50: training stalled %.3f ms, commit done after %.3f ms\n",
-                  seconds_p50(c.at("stall_s")) * 1e3, seconds_p50(c.at("total_s")) * 1e3);
+    const json fraction = c.value("stall_fraction", json(nullptr));  // older reports lack it
+    out += format(
+        "  training stalled %.3g s per checkpoint, %s of training time (p50s); commit "
+        "done %.3g s after the save began\n",
+        seconds_p50(c.at("stall_s")),
+        fraction.is_number() ? format("%.2g%%", fraction.get<double>() * 100).c_str()
+                             : "an unknown share",
+        seconds_p50(c.at("total_s")));
   }
   const json& r = c.at("restore");
   if (r.is_object()) {

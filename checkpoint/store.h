@@ -71,6 +71,9 @@ struct CheckpointSave {
   double commit_s = 0;  // rank 0: manifest, renames and fsyncs
   double total_s = 0;   // rank 0: from the start of the save to its commit
   double stall_s = 0;   // training's wait for this checkpoint; set by whoever drives the save
+  // Slowest rank: encoding the state for storage, and writing it before the fsync; async: from
+  // the start of the stall to the commit (docs/checkpoint.md, "In the report").
+  double serialize_s = 0, write_s = 0, time_to_durable_s = 0;
   double write_gbps() const {
     return last_end > first_start ? double(bytes) / (last_end - first_start) / 1e9 : 0.0;
   }

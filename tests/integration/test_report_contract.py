@@ -3,7 +3,7 @@ import os
 import re
 import unittest
 
-from harness import main, mpirun
+from harness import CheckpointCase, main, mpirun
 
 PHASES = ("data", "compute", "comm", "comm_exposed", "optimizer", "checkpoint", "step")
 STATS = ("min", "p50", "p99", "max", "mean")
@@ -109,6 +109,32 @@ class ReportContract(unittest.TestCase):
         for word in ("phase (ms)", "compute", "comm_exposed", "slowest ranks", "flagged nodes",
                      "verdict:", "report:"):
             self.assertIn(word, out)
+
+
+class CheckpointContract(CheckpointCase):
+    """What a checkpoint costs the user: the stall's share of training, each save's parts, and
+    the bandwidth training saw (sync) or the time until the checkpoint was durable (async)."""
+
+    def test_checkpoint_section_sync_and_async(self):
+        for mode, args in (("sync", ()), ("async", ("--checkpoint.async=true",))):
+            run = mpirun(2, f"--checkpoint.dir={self.tmp}/{mode}", "--checkpoint.every=4", *args)
+            self.assertEqual(run.returncode, 0, run)
+            c = run.report["checkpoint"]
+            self.assertGreater(c["stall_fraction"], 0, mode)
+            self.assertEqual([s["step"] for s in c["saves"]], [4, 8, 12], mode)
+            for save in c["saves"]:
+                for key in ("serialize_s", "write_s", "fsync_s", "commit_s", "total_s",
+                            "stall_s"):
+                    self.assertGreaterEqual(save[key], 0, (mode, key))
+                if mode == "sync":
+                    self.assertGreater(save["effective_gbps"], 0, save)
+                    self.assertNotIn("time_to_durable_s", save)
+                else:
+                    self.assertGreaterEqual(save["time_to_durable_s"], 0, save)
+                    self.assertNotIn("effective_gbps", save)
+            self.assertRegex(run.stdout,
+                             r"training stalled [0-9.e+-]+ s per checkpoint, [0-9.e+-]+% of "
+                             r"training time")
 
 
 if __name__ == "__main__":

@@ -187,6 +187,59 @@ tp::RunRecord checkpoint_run() {
   return run;
 }
 
+// The stall as a share of the training time between checkpoints (docs/report.md): the stall's
+// p50 over checkpoint.every steps' p50 with the checkpoint phase taken out.
+TEST(Report, StallFractionIsTheStallOverTheStepsBetweenCheckpoints) {
+  tp::RunRecord run = checkpoint_run();
+  for (auto& steps : run.timings)
+    for (size_t i = 0; i < steps.size(); ++i) {
+      steps[i].compute = 0.010;
+      steps[i].step = 0.0125 + 0.010;  // 22.5 ms without a checkpoint
+      if (i % 4 == 3) {
+        steps[i].checkpoint = 0.030;
+        steps[i].step += 0.030;
+      }
+    }
+  run.saves[0].stall_s = 0.020;
+  run.saves[1].stall_s = 0.018;
+  const json report = tp::build_report(run);
+  EXPECT_NEAR(report["checkpoint"]["stall_fraction"].get<double>(), 0.019 / (4 * 0.0225), 1e-9);
+  EXPECT_NE(tp::render_summary(report).find(
+                "training stalled 0.019 s per checkpoint, 21% of training time"),
+            std::string::npos)
+      << tp::render_summary(report);
+}
+
+TEST(Report, StallFractionIsNullWithoutSaves) {
+  tp::RunRecord run = checkpoint_run();
+  run.saves.clear();
+  EXPECT_TRUE(tp::build_report(run).at("checkpoint").at("stall_fraction").is_null());
+}
+
+// Each save names its parts, so a slow one can be pointed at; sync saves give the bytes over the
+// stall, async ones the time until the checkpoint was durable.
+TEST(Report, SavesCarryTheirPartsAndWhatTheUserPaid) {
+  tp::RunRecord run = checkpoint_run();
+  run.saves[0].serialize_s = 0.1;
+  run.saves[0].write_s = 0.3;
+  run.saves[0].max_fsync_s = 0.2;
+  run.saves[0].time_to_durable_s = 0.9;
+  json save = tp::build_report(run)["checkpoint"]["saves"][0];
+  EXPECT_EQ(save["serialize_s"], 0.1);
+  EXPECT_EQ(save["write_s"], 0.3);
+  EXPECT_EQ(save["fsync_s"], 0.2);
+  EXPECT_EQ(save["time_to_durable_s"], 0.9);
+  EXPECT_FALSE(save.contains("effective_gbps")) << "async: training did not wait for the bytes";
+
+  run.config.checkpoint_async = false;
+  run.saves[0].stall_s = 0.5;
+  save = tp::build_report(run)["checkpoint"]["saves"][0];
+  EXPECT_NEAR(save["effective_gbps"].get<double>(), 0.8, 1e-9);  // 400 MB over 0.5 s
+  EXPECT_FALSE(save.contains("time_to_durable_s"));
+  run.saves[0].stall_s = 0;
+  EXPECT_TRUE(tp::build_report(run)["checkpoint"]["saves"][0]["effective_gbps"].is_null());
+}
+
 // Golden output: the summary is a user interface; any change to it must be deliberate.
 // Regenerate with TRAINPROOF_UPDATE_GOLDEN=1.
 TEST(Report, SummaryMatchesGolden) {
