@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "checkpoint/memory_need.h"
 #include "common/errors.h"
 #include "common/sysinfo.h"
 #include "gpu/gpu_loader.h"
@@ -137,6 +138,31 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
   return b;
 }
 
+std::string checkpoint_memory_problem(const TrainConfig& cfg, int world_size,
+                                      const HostMemory& memory) {
+  if (cfg.checkpoint_dir.empty() || !memory.available) return "";
+  CheckpointMemoryPlan plan;
+  plan.layout = parse_layout(cfg.checkpoint_layout);
+  plan.shard_optimizer = cfg.checkpoint_shard_optimizer;
+  plan.async = cfg.checkpoint_async;
+  plan.elements = uint64_t(cfg.model.parameters());
+  plan.tensors = cfg.optimizer.kind == OptimizerKind::adam ? 3 : 2;
+  plan.world_size = world_size;
+  const uint64_t need = checkpoint_memory_need(plan);
+  const uint64_t needed = uint64_t(memory.ranks) * (memory.model_per_rank + need);
+  if (double(needed) <= 0.9 * double(*memory.available)) return "";
+  return "checkpoints do not fit in memory on host " + memory.host +
+         ": checkpoint.layout=" + cfg.checkpoint_layout +
+         (cfg.checkpoint_shard_optimizer ? ", checkpoint.shard_optimizer=true" : "") +
+         ", checkpoint.async=" + (cfg.checkpoint_async ? "true" : "false") + " needs " +
+         std::to_string(need) + " bytes per rank (" + gib(need) +
+         ") beyond the model's host memory of " + std::to_string(memory.model_per_rank) +
+         " bytes; " + std::to_string(memory.ranks) +
+         " ranks x (model + checkpoint) = " + std::to_string(needed) + " bytes needed, " +
+         std::to_string(*memory.available) +
+         " bytes available, 90% of it usable (docs/checkpoint.md, \"Memory\")";
+}
+
 void check_memory(const World& world, const Backends& backends, const BackendConfig& bc,
                   const TrainConfig& cfg) {
   const ComputeBackend& backend = *backends.compute;
@@ -146,7 +172,10 @@ void check_memory(const World& world, const Backends& backends, const BackendCon
   const uint64_t per_rank = backend.bytes_needed(bc) + (on_gpu ? 0 : staging);
   const int sharers = on_gpu ? backends.gpu_sharers : world.local_size;
   const uint64_t needed = per_rank * uint64_t(sharers);
-  const auto available = backend.memory_available();
+  const std::optional<uint64_t> host_available =
+      cfg.test.host_memory_bytes > 0 ? std::optional<uint64_t>(cfg.test.host_memory_bytes)
+                                     : meminfo_bytes("MemAvailable");
+  const auto available = on_gpu ? backend.memory_available() : host_available;
   std::string problem;
   if (available && double(needed) > 0.9 * double(*available))
     problem = "model too large for " + std::string(on_gpu ? "GPU memory" : "memory") + " on host " +
@@ -156,6 +185,12 @@ void check_memory(const World& world, const Backends& backends, const BackendCon
               ", model.hidden=" + std::to_string(cfg.model.hidden) +
               ", model.seq=" + std::to_string(cfg.model.seq) +
               ", model.batch=" + std::to_string(cfg.model.global_batch) + ")";
+  // Checkpoint buffers are host memory, whether the model lives there or on a GPU.
+  if (problem.empty())
+    problem = checkpoint_memory_problem(
+        cfg, world.size,
+        on_gpu ? HostMemory{0, world.local_size, host_available, world.host}
+               : HostMemory{per_rank, sharers, available, world.host});
   agree_or_throw<UsageError>(world, problem);
 }
 

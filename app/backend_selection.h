@@ -30,6 +30,18 @@ struct Backends {
 // an NCCL deadline waited for.
 Backends select_backends(const TrainConfig& config, const World& world, const Heartbeat& heartbeat);
 
+// The host memory a rank's share of the host holds for the model (0 when it lives on a GPU).
+struct HostMemory {
+  uint64_t model_per_rank = 0;
+  int ranks = 1;  // ranks of this host
+  std::optional<uint64_t> available;
+  std::string host;
+};
+// "" or why this host cannot hold the checkpoints' buffers (docs/checkpoint.md, "Memory")
+// beside the model: names the options, the bytes needed and the bytes available.
+std::string checkpoint_memory_problem(const TrainConfig& config, int world_size,
+                                      const HostMemory& memory);
+
 // Refuses, on every rank alike, a model that would not fit in the memory its ranks share: the
 // host's RAM for the CPU backend, a device's free memory for the CUDA backend.
 void check_memory(const World& world, const Backends& backends, const BackendConfig& backend,

@@ -186,6 +186,7 @@ TestHooks test_hooks_from(const po::variables_map& vm) {
   t.mpi_error_rank = vm["test.mpi_error_rank"].as<int>();
   t.read_delay_ms = vm["test.read_delay_ms"].as<double>();
   t.unshared_checkpoint_rank = vm["test.unshared_checkpoint_rank"].as<int>();
+  t.host_memory_bytes = vm["test.host_memory_bytes"].as<int64_t>();
   t.skip_restore = one_of(vm, "test.skip_restore", {"", "moment1"});
   if (t.split_hosts < 0) throw UsageError("test.split_hosts must be >= 0");
   return t;

@@ -109,7 +109,9 @@ po::options_description checkpoint_options() {
        "rank writes the whole replica. The shared file is always written in slices")
       ("checkpoint.async", po::value<bool>()->default_value(false),
        "snapshot the state into host memory and write and commit it on a background thread while "
-       "training goes on; at most one checkpoint is in flight (needs MPI_THREAD_MULTIPLE)")
+       "training goes on; at most one checkpoint is in flight (needs MPI_THREAD_MULTIPLE). The "
+       "run refuses to start when the checkpoint buffers (docs/checkpoint.md, \"Memory\") do "
+       "not fit in host memory beside the model")
       ("checkpoint.every", po::value<int64_t>()->default_value(0),
        "checkpoint after every N-th step (step-N is the state after step N); 0: never")
       ("checkpoint.keep", po::value<int64_t>()->default_value(2),
@@ -237,6 +239,8 @@ po::options_description test_options() {
       ("test.unshared_checkpoint_rank", po::value<int>()->default_value(-1),
        "this rank's checkpoint preflight sees a folder of its own (the negative control of the "
        "shared-folder check)")
+      ("test.host_memory_bytes", po::value<int64_t>()->default_value(0),
+       "> 0: the memory check at start takes this as the host's available memory")
       ("test.read_delay_ms", po::value<double>()->default_value(0.0),
        "each dataset sample read sleeps this long (the negative control of the data stall)")
       ("test.mpi_error_rank", po::value<int>()->default_value(-1),

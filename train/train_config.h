@@ -21,6 +21,7 @@ struct TestHooks {
   std::string skip_restore;  // "moment1": restore leaves it zero (negative control of resume)
   double read_delay_ms = 0;  // each dataset sample read sleeps this long
   int unshared_checkpoint_rank = -1;  // this rank's preflight sees a folder of its own
+  int64_t host_memory_bytes = 0;      // > 0: the host's available memory, for the memory check
 };
 
 // The storage-backed dataset (data/), when data.dir is set; the synthetic in-memory source else.

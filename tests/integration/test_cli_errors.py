@@ -43,6 +43,27 @@ class CliErrors(unittest.TestCase):
         run = mpirun(2, "--model.hidden=100000", "--model.layers=200")
         self.expect_usage_error(run, "too large", "model.hidden=100000")
 
+    def test_checkpoints_that_do_not_fit_in_memory(self):
+        # 4 x 1024 x 1024 parameters: the model takes about 58 MB on the host; the host is made to
+        # have room for it and half a state more (16 MB), less than any checkpoint buffer needs.
+        layers, hidden, tokens = 4, 1024, 8 * 8 * 1024
+        params = layers * hidden * hidden
+        model = 4 * (3 * params + tokens * (layers + 7) + hidden * hidden) + 2 * 4 * tokens
+        available = int((model + 4 * params) / 0.9)
+        shape = ("--model.layers=4", "--model.hidden=1024", "--train.steps=2",
+                 "--train.warmup_steps=0", f"--test.host_memory_bytes={available}")
+        with tempfile.TemporaryDirectory() as tmp:
+            for mode in ("false", "true"):
+                run = mpirun(1, *shape, f"--checkpoint.dir={tmp}/{mode}",
+                             "--checkpoint.every=1", f"--checkpoint.async={mode}")
+                self.expect_usage_error(run, "checkpoints do not fit in memory",
+                                        f"checkpoint.async={mode}",
+                                        "checkpoint.layout=file-per-rank", "bytes needed",
+                                        f"{available} bytes available")
+            # The same model without checkpoints fits: the checkpoints were refused.
+            run = mpirun(1, *shape)
+            self.assertEqual(run.returncode, 0, run)
+
     def test_batch_smaller_than_world(self):
         self.expect_usage_error(mpirun(4, "--model.batch=2"), "model.batch=2")
 

@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include "app/backend_selection.h"
+#include "checkpoint/memory_need.h"
+
+namespace {
+
+using tp::checkpoint_memory_need;
+using tp::CheckpointLayout;
+using tp::CheckpointMemoryPlan;
+
+// 1000 elements per tensor, parameters and one moment: an 8000-byte state; a quarter slice of it
+// is 2000 bytes at 4 ranks.
+CheckpointMemoryPlan plan(CheckpointLayout layout, bool shard, bool async) {
+  CheckpointMemoryPlan p;
+  p.layout = layout;
+  p.shard_optimizer = shard;
+  p.async = async;
+  p.elements = 1000;
+  p.tensors = 2;
+  p.world_size = 4;
+  return p;
+}
+
+// docs/checkpoint.md, "Memory": the exported copy of the state plus what encodes this rank's part;
+// async holds the previous snapshot while the next one is exported.
+TEST(CheckpointMemory, SyncNeedsTheExportedCopyAndTheEncodedPart) {
+  EXPECT_EQ(checkpoint_memory_need(plan(CheckpointLayout::file_per_rank, false, false)), 16000u);
+  EXPECT_EQ(checkpoint_memory_need(plan(CheckpointLayout::file_per_rank, true, false)), 12000u);
+  EXPECT_EQ(checkpoint_memory_need(plan(CheckpointLayout::shared_file, false, false)), 10000u);
+}
+
+TEST(CheckpointMemory, AsyncHoldsTwoSnapshotsAtTheHandOver) {
+  for (const auto layout : {CheckpointLayout::file_per_rank, CheckpointLayout::shared_file})
+    for (const bool shard : {false, true})
+      EXPECT_EQ(checkpoint_memory_need(plan(layout, shard, true)), 16000u) << shard;
+}
+
+TEST(CheckpointMemory, TheLargestSliceCounts) {
+  auto p = plan(CheckpointLayout::shared_file, false, false);
+  p.elements = 1001;  // rank 0 holds 251 elements
+  EXPECT_EQ(checkpoint_memory_need(p), 4u * 2 * 1001 + 4u * 2 * 251);
+  p.tensors = 3;  // Adam's second moment
+  EXPECT_EQ(checkpoint_memory_need(p), 4u * 3 * 1001 + 4u * 3 * 251);
+}
+
+}  // namespace
+
+namespace {
+
+// 2 layers x 1000 hidden: 2e6 parameters, a 16 MB state with SGD-momentum, at 2 ranks of a host
+// whose model takes 10 MB per rank. The need itself is the formula's (tested above).
+tp::TrainConfig checkpointing(bool async) {
+  tp::TrainConfig cfg;
+  cfg.model = {2, 1000, 8, 8};
+  cfg.checkpoint_dir = "ckpt";
+  cfg.checkpoint_async = async;
+  return cfg;
+}
+
+uint64_t need_of(const tp::TrainConfig& cfg) {
+  tp::CheckpointMemoryPlan plan;
+  plan.async = cfg.checkpoint_async;
+  plan.elements = uint64_t(cfg.model.parameters());
+  plan.world_size = 2;
+  return tp::checkpoint_memory_need(plan);
+}
+
+// What 2 ranks need on the host, over the 0.9 of the available memory the check allows.
+uint64_t available_for(uint64_t needed, double share) {
+  return uint64_t(double(needed) / 0.9 / share);
+}
+
+TEST(CheckpointMemory, AModelThatFitsWithItsCheckpointsStarts) {
+  for (const bool async : {false, true}) {
+    const uint64_t needed = 2 * (10'000'000 + need_of(checkpointing(async)));
+    const tp::HostMemory host{10'000'000, 2, available_for(needed, 0.95), "node-a"};
+    EXPECT_EQ(tp::checkpoint_memory_problem(checkpointing(async), 2, host), "");
+  }
+}
+
+TEST(CheckpointMemory, CheckpointsThatDoNotFitNameTheOptionsAndTheBytes) {
+  for (const bool async : {false, true}) {
+    const uint64_t need = need_of(checkpointing(async));
+    if (need == 0) continue;  // nothing beyond the model: nothing to refuse
+    const uint64_t needed = 2 * (10'000'000 + need);
+    const uint64_t available = available_for(needed, 1.05);
+    const tp::HostMemory host{10'000'000, 2, available, "node-a"};
+    const std::string problem = tp::checkpoint_memory_problem(checkpointing(async), 2, host);
+    for (const std::string& word :
+         {std::string("checkpoint.async=") + (async ? "true" : "false"),
+          std::string("checkpoint.layout=file-per-rank"), std::string("node-a"),
+          std::to_string(need) + " bytes per rank", std::to_string(needed) + " bytes needed",
+          std::to_string(available) + " bytes available"})
+      EXPECT_NE(problem.find(word), std::string::npos) << word << " in: " << problem;
+  }
+}
+
+TEST(CheckpointMemory, NothingToCheckWithoutCheckpointsOrAKnownSize) {
+  tp::TrainConfig cfg = checkpointing(false);
+  cfg.checkpoint_dir.clear();
+  EXPECT_EQ(tp::checkpoint_memory_problem(cfg, 2, {10'000'000, 2, 1000, "node-a"}), "");
+  EXPECT_EQ(tp::checkpoint_memory_problem(checkpointing(false), 2,
+                                          {10'000'000, 2, std::nullopt, "node-a"}),
+            "");
+}
+
+}  // namespace
