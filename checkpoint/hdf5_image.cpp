@@ -16,22 +16,6 @@ using h5::check;
 using h5::Handle;
 using h5::read_int_attribute;
 using h5::read_string_attribute;
-using h5::write_attribute;
-
-void write_floats(hid_t file, const char* name, const std::vector<float>& values) {
-  const hsize_t dims[1] = {values.size()};
-  Handle space{H5Screate_simple(1, dims, nullptr), H5Sclose};
-  // No modification times in the object headers: the same state encodes to the same bytes
-  // whenever it is saved.
-  Handle create{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
-  check(H5Pset_obj_track_times(create.id, false) >= 0, "dataset creation properties");
-  Handle set{H5Dcreate2(file, name, H5T_IEEE_F32LE, space.id, H5P_DEFAULT, create.id, H5P_DEFAULT),
-             H5Dclose};
-  check(set.id >= 0, std::string("cannot create dataset ") + name);
-  if (!values.empty())
-    check(H5Dwrite(set.id, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0,
-          std::string("cannot write dataset ") + name);
-}
 
 // `image` is the file the handle was opened from. A contiguous dataset of native floats is copied
 // straight out of it: HDF5's own read path moves the bytes through its sieve buffer and costs
@@ -60,41 +44,6 @@ void read_floats(hid_t file, const char* name, std::vector<float>& values, const
 }
 
 }  // namespace
-
-std::vector<unsigned char> encode_checkpoint_image(const TrainingState& state,
-                                                   const CheckpointMeta& meta) {
-  std::lock_guard<std::mutex> guard(hdf5_lock());
-  Handle fapl{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
-  // One allocation for the whole image: the core driver grows its buffer by this increment, and a
-  // small one would copy a large state over and over as it grows.
-  const size_t increment =
-      (state.params.size() + state.moment1.size() + state.moment2.size()) * sizeof(float) +
-      (size_t(1) << 20);
-  check(H5Pset_fapl_core(fapl.id, increment, /*backing_store=*/0) >= 0, "core driver");
-  std::vector<unsigned char> image;
-  {
-    Handle file{H5Fcreate("checkpoint-image.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id), H5Fclose};
-    check(file.id >= 0, "cannot create an in-memory file");
-    write_floats(file.id, "params", state.params);
-    write_floats(file.id, "moment1", state.moment1);
-    write_floats(file.id, "moment2", state.moment2);
-    write_attribute(file.id, "step", state.step);
-    write_attribute(file.id, "world_size", int64_t(meta.world_size));
-    write_attribute(file.id, "rank", int64_t(meta.rank));
-    write_attribute(file.id, "scenario_hash", meta.scenario_hash);
-    write_attribute(file.id, "layout", meta.layout);
-    write_attribute(file.id, "slice_begin", int64_t(meta.slice_begin));
-    write_attribute(file.id, "slice_end", int64_t(meta.slice_end));
-    write_attribute(file.id, "total_elements", int64_t(meta.total_elements));
-    write_attribute(file.id, "format", std::string("trainproof.checkpoint/1"));
-    check(H5Fflush(file.id, H5F_SCOPE_GLOBAL) >= 0, "flush");
-    const ssize_t size = H5Fget_file_image(file.id, nullptr, 0);
-    check(size > 0, "cannot size the file image");
-    image.resize(size_t(size));
-    check(H5Fget_file_image(file.id, image.data(), image.size()) == size, "cannot copy the image");
-  }
-  return image;
-}
 
 void decode_checkpoint_image(const unsigned char* image, size_t size, const std::string& what,
                              TrainingState& state, CheckpointMeta& meta) {

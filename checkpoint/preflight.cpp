@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "checkpoint/rank_file.h"
 #include "checkpoint/storage_space.h"
 #include "checkpoint/store.h"
 #include "common/errors.h"
@@ -87,7 +88,15 @@ uint64_t CheckpointStore::expected_bytes(uint64_t elements, bool with_moment2) c
       options_.layout == CheckpointLayout::shared_file ? 1 : uint64_t(world_.size);
   const uint64_t data = sliced() ? state : state * uint64_t(world_.size);
   const uint64_t manifest = 4096 + 256 * uint64_t(world_.size);
-  return data + files * kFileOverheadBytes + manifest;
+  // A rank file's datasets of kDatasetAlignment bytes or more start aligned: at most that much
+  // padding before each.
+  const uint64_t file_elements =
+      sliced() ? (elements + uint64_t(world_.size) - 1) / uint64_t(world_.size) : elements;
+  const uint64_t padding = options_.layout == CheckpointLayout::file_per_rank &&
+                                   file_elements * sizeof(float) >= kDatasetAlignment
+                               ? (with_moment2 ? 3 : 2) * kDatasetAlignment
+                               : 0;
+  return data + files * (kFileOverheadBytes + padding) + manifest;
 }
 
 std::string CheckpointStore::take_lock(CheckpointFolderFacts& facts) {
