@@ -88,15 +88,14 @@ uint64_t CheckpointStore::expected_bytes(uint64_t elements, bool with_moment2) c
       options_.layout == CheckpointLayout::shared_file ? 1 : uint64_t(world_.size);
   const uint64_t data = sliced() ? state : state * uint64_t(world_.size);
   const uint64_t manifest = 4096 + 256 * uint64_t(world_.size);
-  // A rank file's datasets of kDatasetAlignment bytes or more start aligned: at most that much
-  // padding before each.
+  if (options_.layout == CheckpointLayout::shared_file)
+    return data + files * kFileOverheadBytes + manifest;
+  // A rank file's large datasets start aligned: its size follows from where HDF5 places them.
   const uint64_t file_elements =
       sliced() ? (elements + uint64_t(world_.size) - 1) / uint64_t(world_.size) : elements;
-  const uint64_t padding = options_.layout == CheckpointLayout::file_per_rank &&
-                                   file_elements * sizeof(float) >= kDatasetAlignment
-                               ? (with_moment2 ? 3 : 2) * kDatasetAlignment
-                               : 0;
-  return data + files * (kFileOverheadBytes + padding) + manifest;
+  const uint64_t tensor = file_elements * sizeof(float);
+  const uint64_t file = rank_file_size_estimate({tensor, tensor, with_moment2 ? tensor : 0});
+  return files * file + manifest;
 }
 
 std::string CheckpointStore::take_lock(CheckpointFolderFacts& facts) {

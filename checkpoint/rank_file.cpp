@@ -26,6 +26,11 @@ using h5::Handle;
 using h5::write_attribute;
 
 constexpr const char* kDatasetNames[3] = {"params", "moment1", "moment2"};
+// HDF5 places small metadata in blocks of this size: one holds every dataset's header, so none
+// lands between two datasets and the file's size follows from the datasets' (the estimate).
+constexpr uint64_t kMetadataBlock = uint64_t(64) << 10;
+// Attributes written after the datasets go to the end of the file: a few hundred bytes.
+constexpr uint64_t kTrailingMetadata = uint64_t(16) << 10;
 // Data goes out in pieces this large, each hashed right after its write while still in cache.
 constexpr uint64_t kWritePiece = uint64_t(4) << 20;
 // Metadata and padding are read back through a buffer this small: below malloc's mmap
@@ -103,6 +108,16 @@ void pread_all(int fd, unsigned char* data, uint64_t size, uint64_t offset,
 
 }  // namespace
 
+uint64_t rank_file_size_estimate(const std::array<uint64_t, 3>& tensor_bytes) {
+  uint64_t end = kMetadataBlock;  // the datasets' headers, all in the first block
+  for (const uint64_t bytes : tensor_bytes) {
+    if (bytes >= kDatasetAlignment)
+      end = (end + kDatasetAlignment - 1) / kDatasetAlignment * kDatasetAlignment;
+    end += bytes;
+  }
+  return end + kTrailingMetadata;
+}
+
 std::array<TensorView, 3> tensor_views(const TrainingState& state, Slice slice) {
   std::array<TensorView, 3> views;
   const std::vector<float>* tensors[3] = {&state.params, &state.moment1, &state.moment2};
@@ -133,6 +148,7 @@ RankFileLayout lay_out_rank_file(const std::string& path, const std::array<Tenso
     Handle access{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
     check(H5Pset_fapl_sec2(access.id) >= 0, "sec2 driver");
     check(H5Pset_alignment(access.id, kDatasetAlignment, kDatasetAlignment) >= 0, "alignment");
+    check(H5Pset_meta_block_size(access.id, kMetadataBlock) >= 0, "metadata block size");
     // The step folder is the job's alone (the folder lock); HDF5's own lock would fail on a
     // filesystem without flock.
     check(H5Pset_file_locking(access.id, false, true) >= 0, "file locking");
