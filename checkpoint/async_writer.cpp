@@ -8,16 +8,25 @@ AsyncCheckpointWriter::~AsyncCheckpointWriter() {
   if (worker_.joinable()) worker_.join();
 }
 
-void AsyncCheckpointWriter::submit(TrainingState snapshot) {
+void AsyncCheckpointWriter::submit(const std::function<void(TrainingState&)>& fill) {
   wait();
-  snapshot_ = std::move(snapshot);
-  worker_ = std::thread([this] {
+  const auto submitted = std::chrono::steady_clock::now();
+  fill(snapshot_);
+  worker_ = std::thread([this, submitted] {
     try {
-      committed_.push_back(store_.save(snapshot_));
+      CheckpointSave save = store_.save(snapshot_);
+      save.time_to_durable_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count();
+      committed_.push_back(std::move(save));
     } catch (...) {
       failure_ = std::current_exception();
     }
   });
+}
+
+void AsyncCheckpointWriter::submit(const TrainingState& state) {
+  // Copy assignment keeps the buffers' memory when they are large enough already.
+  submit([&state](TrainingState& snapshot) { snapshot = state; });
 }
 
 void AsyncCheckpointWriter::wait() {

@@ -2,7 +2,11 @@
 // `checkpoint.async=true`: training hands a host snapshot of its state to a background thread,
 // which writes and commits it through a store bound to its own duplicated communicator (MPI must
 // provide MPI_THREAD_MULTIPLE). At most one checkpoint is in flight: the next one waits.
+// The snapshot buffer is the writer's for the whole run: the first save allocates and touches it,
+// later ones copy into it, so a checkpoint faults in no fresh memory of the state's size.
+#include <chrono>
 #include <exception>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -17,9 +21,12 @@ class AsyncCheckpointWriter {
   AsyncCheckpointWriter(const AsyncCheckpointWriter&) = delete;
   AsyncCheckpointWriter& operator=(const AsyncCheckpointWriter&) = delete;
 
-  // Waits for the checkpoint in flight, then starts writing `snapshot`. Collective in effect:
-  // every rank submits the same steps in the same order.
-  void submit(TrainingState snapshot);
+  // Waits for the checkpoint in flight, lets `fill` write the state (its step included) into the
+  // snapshot buffer, then starts writing it. Collective in effect: every rank submits the same
+  // steps in the same order.
+  void submit(const std::function<void(TrainingState&)>& fill);
+  // The same, copying `state` into the snapshot buffer.
+  void submit(const TrainingState& state);
   // Waits for the checkpoint in flight, if any. A failure on the writer thread is rethrown here.
   void wait();
   // Saves committed since the last call, in step order.

@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/digest.h"
-
 namespace tp {
 namespace {
 
@@ -97,7 +95,7 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
 }
 
-bool MappedFile::map_and_hash(const ReadOnlyFile& file, const std::string& path, std::string& why) {
+bool MappedFile::map(const ReadOnlyFile& file, const std::string& path, std::string& why) {
   size_ = size_t(file.size());
   if (size_ > 0) {
     ::posix_fadvise(file.fd(), 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -110,7 +108,6 @@ bool MappedFile::map_and_hash(const ReadOnlyFile& file, const std::string& path,
     data_ = static_cast<unsigned char*>(mapped);
     ::madvise(data_, size_, MADV_WILLNEED);
   }
-  checksum_ = digest_of(data_, size_).hex();
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "checkpoint/rank_file.h"
 #include "checkpoint/storage_space.h"
 #include "checkpoint/store.h"
 #include "common/errors.h"
@@ -87,7 +88,14 @@ uint64_t CheckpointStore::expected_bytes(uint64_t elements, bool with_moment2) c
       options_.layout == CheckpointLayout::shared_file ? 1 : uint64_t(world_.size);
   const uint64_t data = sliced() ? state : state * uint64_t(world_.size);
   const uint64_t manifest = 4096 + 256 * uint64_t(world_.size);
-  return data + files * kFileOverheadBytes + manifest;
+  if (options_.layout == CheckpointLayout::shared_file)
+    return data + files * kFileOverheadBytes + manifest;
+  // A rank file's large datasets start aligned: its size follows from where HDF5 places them.
+  const uint64_t file_elements =
+      sliced() ? (elements + uint64_t(world_.size) - 1) / uint64_t(world_.size) : elements;
+  const uint64_t tensor = file_elements * sizeof(float);
+  const uint64_t file = rank_file_size_estimate({tensor, tensor, with_moment2 ? tensor : 0});
+  return files * file + manifest;
 }
 
 std::string CheckpointStore::take_lock(CheckpointFolderFacts& facts) {

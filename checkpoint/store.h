@@ -68,12 +68,12 @@ struct CheckpointSave {
   double first_start = 0, last_end = 0;  // aligned clock, over ranks: writes and fsyncs
   std::vector<double> rank_gbps;         // per rank: its bytes over its own write+fsync time
   double max_fsync_s = 0;
-  double commit_s = 0;  // rank 0: manifest, renames and fsyncs
-  double total_s = 0;   // rank 0: from the start of the save to its commit
-  double stall_s = 0;   // training's wait for this checkpoint; set by whoever drives the save
-  // Slowest rank: encoding the state for storage, and writing it before the fsync; async: from
-  // the start of the stall to the commit (docs/checkpoint.md, "In the report").
-  double serialize_s = 0, write_s = 0, time_to_durable_s = 0;
+  double serialize_s = 0;  // slowest rank: HDF5 laying out its file (metadata, attributes)
+  double write_s = 0;      // slowest rank: writing its bytes, before the fsync
+  double commit_s = 0;     // rank 0: manifest, renames and fsyncs
+  double total_s = 0;      // rank 0: from the start of the save to its commit
+  double stall_s = 0;      // training's wait for this checkpoint; set by whoever drives the save
+  double time_to_durable_s = 0;  // async: from the submit to the commit
   double write_gbps() const {
     return last_end > first_start ? double(bytes) / (last_end - first_start) / 1e9 : 0.0;
   }

@@ -75,6 +75,7 @@ class CheckpointDriver {
   std::unique_ptr<CheckpointStore> writer_store_;
   std::unique_ptr<AsyncCheckpointWriter> writer_;
   std::vector<CheckpointSave> saves_;
+  TrainingState host_state_;  // a synchronous save's host copy of the state, kept for the next
   std::vector<std::pair<int64_t, double>> stalls_;  // step, seconds training waited
   int64_t last_checkpoint_ = 0;
   double final_wait_s_ = 0;

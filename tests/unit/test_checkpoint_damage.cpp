@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,8 +18,10 @@
 #include <string>
 #include <thread>
 
+#include "checkpoint/rank_file.h"
 #include "checkpoint/store.h"
 #include "common/digest.h"
+#include "common/hdf5_lock.h"
 #include "tests/unit/checkpoint_store_case.h"
 
 namespace {
@@ -178,6 +181,77 @@ TEST_F(CheckpointStore, RankFileOfAnotherStepFallsBack) {
     vouch_for(manifest(8), "rank-00000.h5", data_file(8));
   });
   EXPECT_EQ(why, folder(8) + ": " + data_file(8) + " holds step 6; the manifest says step 8");
+}
+
+// A rank file's metadata, data and padding are all covered by its checksum. The states are large
+// enough that HDF5 aligns each dataset, leaving padding before it; each flipped byte leaves a file
+// that still opens and decodes, so only the checksum can catch it.
+class RankFileBytes : public CheckpointStore {
+ protected:
+  static tp::TrainingState large_state_at(int64_t step) {
+    tp::TrainingState s;
+    s.step = step;
+    const size_t n = size_t(tp::kDatasetAlignment / sizeof(float)) + 1000;
+    for (size_t i = 0; i < n; ++i) {
+      s.params.push_back(float(step) * 1e6f + float(i));
+      s.moment1.push_back(-float(step));
+    }
+    return s;
+  }
+  // Where the params dataset's bytes start, as HDF5 says.
+  static uint64_t params_offset(const std::string& path) {
+    std::lock_guard<std::mutex> guard(tp::hdf5_lock());
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t set = H5Dopen2(file, "params", H5P_DEFAULT);
+    const haddr_t offset = H5Dget_offset(set);
+    H5Dclose(set);
+    H5Fclose(file);
+    return offset == HADDR_UNDEF ? 0 : uint64_t(offset);
+  }
+  std::string restore_after_flipping_8(const std::function<uint64_t()>& where) {
+    auto s = store();
+    s.save(large_state_at(4));
+    s.save(large_state_at(8));
+    flip_byte(data_file(8), where());
+    tp::TrainingState restored;
+    const auto result = store().restore(restored);
+    EXPECT_TRUE(result.has_value());
+    if (!result) return "";
+    EXPECT_EQ(result->step, 4) << "must fall back to exactly the previous checkpoint";
+    EXPECT_EQ(restored.params, large_state_at(4).params);
+    EXPECT_TRUE(fs::is_directory(folder(8) + ".corrupt"));
+    return result->rejected.empty() ? "" : result->rejected[0];
+  }
+};
+
+TEST_F(RankFileBytes, AFlippedByteInTheMetadataFallsBack) {
+  const std::string why = restore_after_flipping_8([&] {
+    // The scenario hash attribute's value: metadata a decode would accept as another value.
+    const std::string bytes = read_text(data_file(8));
+    const size_t at = bytes.find(kHash);
+    EXPECT_NE(at, std::string::npos);
+    return uint64_t(at);
+  });
+  EXPECT_EQ(why, folder(8) + ": " + data_file(8) + " fails its xxh3-128 checksum");
+}
+
+TEST_F(RankFileBytes, AFlippedByteInTheDataFallsBack) {
+  const std::string why =
+      restore_after_flipping_8([&] { return params_offset(data_file(8)) + 4 * 777 + 1; });
+  EXPECT_EQ(why, folder(8) + ": " + data_file(8) + " fails its xxh3-128 checksum");
+}
+
+TEST_F(RankFileBytes, AFlippedByteInThePaddingFallsBack) {
+  const std::string why = restore_after_flipping_8([&] {
+    const uint64_t params = params_offset(data_file(8));
+    EXPECT_EQ(params % tp::kDatasetAlignment, 0u) << "the dataset is aligned";
+    const std::string bytes = read_text(data_file(8));
+    EXPECT_GE(params, tp::kDatasetAlignment) << "HDF5's metadata comes first";
+    // The byte right before the aligned dataset: padding, zero as written.
+    EXPECT_EQ(bytes[params - 1], '\0');
+    return params - 1;
+  });
+  EXPECT_EQ(why, folder(8) + ": " + data_file(8) + " fails its xxh3-128 checksum");
 }
 
 TEST_F(CheckpointStore, AFolderSetAsideBeforeIsSetAsideAgainUnderAnotherName) {

@@ -3,12 +3,14 @@
 // over ranks, agreement, async beside the step's collectives) stay in tests/integration.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
+#include "checkpoint/slices.h"
 #include "checkpoint/store.h"
 #include "common/errors.h"
 #include "tests/unit/checkpoint_store_case.h"
@@ -268,6 +270,50 @@ TEST_F(SharedFileCheckpoint, TruncatedFileFallsBack) {
   const std::string why = restore_after_damaging_8(
       [&] { fs::resize_file(data_file(8), fs::file_size(data_file(8)) - 16); });
   EXPECT_THAT(why, HasSubstr(data_file(8) + " has "));
+}
+
+// Minor page faults of this process so far: memory touched for the first time.
+long minor_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// Tens of MB per tensor: a copy or a zero-filled buffer of the state's size faults in thousands
+// of pages, far more than HDF5's own small allocations.
+tp::TrainingState large_state(int64_t step) {
+  tp::TrainingState s;
+  s.step = step;
+  const size_t n = size_t(4) << 20;
+  s.params.assign(n, 0.5f);
+  s.moment1.assign(n, -0.25f);
+  s.moment2.assign(n, 0.125f);
+  for (size_t i = 0; i < n; i += 4099) s.params[i] = float(i);
+  return s;
+}
+
+TEST_F(CheckpointStore, ASecondSaveFaultsInNoMemoryOfTheStatesSize) {
+  for (const bool sharded : {false, true}) {
+    options.shard_optimizer = sharded;
+    auto s = store();
+    tp::TrainingState state = large_state(4);
+    s.save(state);  // the first save may touch what it keeps for the next ones
+    state.step = 8;
+    const long before = minor_faults();
+    const tp::CheckpointSave save = s.save(state);
+    const long faults = minor_faults() - before;
+    const long state_pages = long(tp::state_bytes(state) / 4096);
+    EXPECT_LT(faults, state_pages / 16)
+        << "sharded " << sharded << ": " << faults << " page faults for a state of " << state_pages
+        << " pages";
+    EXPECT_GT(save.bytes, tp::state_bytes(state));
+    tp::TrainingState restored = large_state(0);
+    const auto result = store().restore(restored);
+    ASSERT_TRUE(result.has_value());
+    EXPECT_EQ(result->step, 8);
+    EXPECT_EQ(restored.params, state.params);
+    EXPECT_EQ(restored.moment2, state.moment2);
+  }
 }
 
 }  // namespace
