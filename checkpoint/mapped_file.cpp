@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/digest.h"
+
 namespace tp {
 namespace {
 
@@ -93,6 +95,12 @@ void drop_page_cache(const ReadOnlyFile& file) {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
+}
+
+bool MappedFile::map_and_hash(const ReadOnlyFile& file, const std::string& path, std::string& why) {
+  if (!map(file, path, why)) return false;
+  checksum_ = digest_of(data_, size_).hex();
+  return true;
 }
 
 bool MappedFile::map(const ReadOnlyFile& file, const std::string& path, std::string& why) {

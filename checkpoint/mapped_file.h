@@ -1,6 +1,6 @@
 #pragma once
 // Reading checkpoint files for a restore: opened only as regular files inside their step folder,
-// mapped, and (checkpoint.cold_read) from storage rather than the page cache.
+// mapped, hashed, and (checkpoint.cold_read) from storage rather than the page cache.
 #include <sys/stat.h>
 
 #include <cstddef>
@@ -64,9 +64,9 @@ class CheckpointFolder {
 // rather than memory. The pages are clean (the file was fsynced), so nothing is lost.
 void drop_page_cache(const ReadOnlyFile& file);
 
-// A checkpoint file mapped read-only. Mapping (rather than read() into a fresh buffer) saves a copy
-// of every byte and the page faults of a buffer as large as the file; the pass that hashes and
-// decodes it pulls the pages in, helped by sequential readahead. A file truncated by
+// A checkpoint file mapped read-only, with its xxh3-128. Mapping (rather than read() into a fresh
+// buffer) saves a copy of every byte and the page faults of a buffer as large as the file; the
+// checksum pass is what pulls the pages in, helped by sequential readahead. A file truncated by
 // another process while mapped would raise SIGBUS: checkpoints are never modified in place.
 class MappedFile {
  public:
@@ -76,13 +76,17 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   // False, with `why` naming `path`, when the file cannot be mapped.
+  bool map_and_hash(const ReadOnlyFile& file, const std::string& path, std::string& why);
+  // The same without the checksum, for a reader that hashes as it decodes.
   bool map(const ReadOnlyFile& file, const std::string& path, std::string& why);
   const unsigned char* data() const { return data_; }
   size_t size() const { return size_; }
+  const std::string& checksum() const { return checksum_; }
 
  private:
   unsigned char* data_ = nullptr;
   size_t size_ = 0;
+  std::string checksum_;
 };
 
 }  // namespace tp
