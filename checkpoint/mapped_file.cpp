@@ -98,12 +98,6 @@ MappedFile::~MappedFile() {
 }
 
 bool MappedFile::map_and_hash(const ReadOnlyFile& file, const std::string& path, std::string& why) {
-  if (!map(file, path, why)) return false;
-  checksum_ = digest_of(data_, size_).hex();
-  return true;
-}
-
-bool MappedFile::map(const ReadOnlyFile& file, const std::string& path, std::string& why) {
   size_ = size_t(file.size());
   if (size_ > 0) {
     ::posix_fadvise(file.fd(), 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -116,6 +110,7 @@ bool MappedFile::map(const ReadOnlyFile& file, const std::string& path, std::str
     data_ = static_cast<unsigned char*>(mapped);
     ::madvise(data_, size_, MADV_WILLNEED);
   }
+  checksum_ = digest_of(data_, size_).hex();
   return true;
 }
 

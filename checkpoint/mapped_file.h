@@ -77,8 +77,6 @@ class MappedFile {
 
   // False, with `why` naming `path`, when the file cannot be mapped.
   bool map_and_hash(const ReadOnlyFile& file, const std::string& path, std::string& why);
-  // The same without the checksum, for a reader that hashes as it decodes.
-  bool map(const ReadOnlyFile& file, const std::string& path, std::string& why);
   const unsigned char* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& checksum() const { return checksum_; }
