@@ -1,6 +1,7 @@
 #include "checkpoint/shared_file.h"
 
 #include <hdf5.h>
+#include <spdlog/spdlog.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -220,8 +221,13 @@ SharedWrite write_shared_checkpoint(const std::string& path, MPI_Comm comm,
   mpiCheck(MPI_Comm_rank(comm, &rank));
   SharedWrite result;
   bool any_failed = false;
+  const auto seconds_since = [](std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+  };
+  const auto start = std::chrono::steady_clock::now();
   const Placement placed =
       create_collectively(path, comm, meta, !state.moment2.empty(), result.problem, any_failed);
+  const double create_s = seconds_since(start);
   if (!any_failed) {
     try {
       if (rank == 0) reserve_datasets(path, placed.end);
@@ -230,6 +236,7 @@ SharedWrite write_shared_checkpoint(const std::string& path, MPI_Comm comm,
     }
     any_failed = any_rank_failed(comm, !result.problem.empty());
   }
+  const double reserve_s = seconds_since(start) - create_s;
   // From here on no rank makes a collective call: a failure is this rank's, and the caller's
   // agreement makes it every rank's.
   if (!any_failed) {
@@ -241,6 +248,9 @@ SharedWrite write_shared_checkpoint(const std::string& path, MPI_Comm comm,
     }
   }
   result.any_failed = any_failed || !result.problem.empty();
+  spdlog::debug(
+      "save {}: create and close {:.3f} s, reserve {:.3f} s, slab {:.3f} s (fsync {:.3f} s)", path,
+      create_s, reserve_s, seconds_since(start) - create_s - reserve_s, result.flush_s);
   return result;
 }
 

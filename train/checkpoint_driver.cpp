@@ -91,15 +91,16 @@ std::optional<CheckpointRestore> CheckpointDriver::restore(ComputeBackend& backe
 // previous checkpoint plus the snapshot into host memory.
 void CheckpointDriver::take_checkpoint(int64_t step, ComputeBackend& backend) {
   const double begin = clock_.local_now();
-  TrainingState state;
-  state.step = step;
   if (writer_) {
+    TrainingState state;
+    state.step = step;
     writer_->wait();
     backend.export_state(state);
     writer_->submit(std::move(state));
   } else {
-    backend.export_state(state);
-    saves_.push_back(store_.save(state));
+    sync_state_.step = step;
+    backend.export_state(sync_state_);
+    saves_.push_back(store_.save(sync_state_));
   }
   stalls_.emplace_back(step, clock_.local_now() - begin);
   last_checkpoint_ = step;

@@ -76,6 +76,9 @@ class CheckpointDriver {
   std::unique_ptr<AsyncCheckpointWriter> writer_;
   std::vector<CheckpointSave> saves_;
   std::vector<std::pair<int64_t, double>> stalls_;  // step, seconds training waited
+  // A synchronous save's copy of the state, kept between saves: allocated and touched by the
+  // first, then overwritten in place, so later saves fault in no memory.
+  TrainingState sync_state_;
   int64_t last_checkpoint_ = 0;
   double final_wait_s_ = 0;
   std::optional<Preemption> preempted_;
