@@ -157,8 +157,9 @@ std::string CheckpointStore::read_shared_slab(const std::string& folder,
   if (options_.cold_read) drop_page_cache(file);
   CheckpointMeta meta;
   const double read_start = clock_.local_now();
+  std::string checksum;  // taken as the slab is read: one pass over the bytes
   try {
-    read_shared_checkpoint(path, world_.comm, slice, mine, meta);
+    checksum = read_shared_checkpoint(path, world_.comm, slice, mine, meta);
   } catch (const RuntimeError& e) {
     return e.what();
   }
@@ -173,7 +174,7 @@ std::string CheckpointStore::read_shared_slab(const std::string& folder,
   if (slab.begin != slice.begin || slab.end != slice.end)
     return path + ": the manifest's slab for rank " + std::to_string(world_.rank) +
            " is not elements " + elements_text(slice.begin, slice.end);
-  if (slab_checksum(mine) != slab.xxh3_128)
+  if (checksum != slab.xxh3_128)
     return path + ": the slab of rank " + std::to_string(world_.rank) + " (elements " +
            elements_text(slice.begin, slice.end) + ") fails its xxh3-128 checksum";
   return "";

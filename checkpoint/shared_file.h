@@ -1,7 +1,8 @@
 #pragma once
-// The `shared-file` layout: one HDF5 file per checkpoint, written collectively through MPI-IO
-// (parallel HDF5). Datasets `params`, `moment1` and `moment2` hold the whole state; each rank
-// writes and reads back only its own slice of them as a hyperslab.
+// The `shared-file` layout: one HDF5 file per checkpoint, created collectively through MPI-IO
+// (parallel HDF5). Datasets `params`, `moment1` and `moment2` hold the whole state, contiguous and
+// placed at creation; once the file is closed, each rank writes and reads back only its own slice
+// of them, with positioned POSIX I/O at the datasets' offsets, straight from and into the state.
 #include <mpi.h>
 
 #include <functional>
@@ -14,30 +15,33 @@ namespace tp {
 
 // What a collective write left on this rank.
 struct SharedWrite {
-  double flush_s = 0;       // the collective flush (MPI_File_sync)
+  double flush_s = 0;       // this rank's fsync of its slabs
+  std::string checksum;     // xxh3-128 of this rank's slab (params, moment1, moment2), as written
+  uint64_t bytes = 0;       // the bytes of this rank's slab
   std::string problem;      // "" or this rank's first failure, naming the file and the error
   bool any_failed = false;  // some rank has a problem (this one, or another)
 };
 
-// Collective over `comm`. `mine` holds this rank's `slice` of every tensor; `meta.total_elements`
-// is the full tensor length. The data is flushed (MPI_File_sync) before this returns.
-// Every rank returns, and makes the same collective calls on the way, whatever fails where: the
-// ranks agree after each step (creation, the space reservation, each slab, attributes, flush)
-// and skip the rest together, and every rank closes the datasets and the file. Rank 0 reserves
-// the space of the datasets before any data is written, so a full disk fails there, on one rank,
-// outside the collective transfers. The caller agrees on `problem` across ranks.
-// `midway` runs after the first dataset's slab is written (where a ckpt-write fault strikes).
-// `with_moment2` is decided from the whole state, so that a rank whose slice is empty still makes
-// the same collective calls as the others.
+// Collective over `comm`. `state` is the whole state (every rank holds a replica); this rank
+// writes its `slice` of every tensor, straight from `state`, with no copy. `meta.total_elements`
+// is the full tensor length. The slab is fsynced by this rank before this returns.
+// The collective part (create the file and datasets, write the attributes, close) is made by
+// every rank whatever fails where: the ranks agree after each step, skip the rest together, and
+// every rank closes the datasets and the file before they agree on the outcome. Then rank 0
+// reserves the space of the datasets (a full disk fails there, on one rank, before any data is
+// written), the ranks agree, and each writes and fsyncs its slabs on its own. The caller agrees
+// on `problem` across ranks. `midway` runs after the first dataset's slab is written (where a
+// ckpt-write fault strikes).
 SharedWrite write_shared_checkpoint(const std::string& path, MPI_Comm comm,
-                                    const TrainingState& mine, Slice slice,
-                                    const CheckpointMeta& meta, bool with_moment2,
+                                    const TrainingState& state, Slice slice,
+                                    const CheckpointMeta& meta,
                                     const std::function<void()>& midway = {});
 
 // Collective over `comm`. Reads this rank's `slice` of every tensor into `mine` and the file's
-// attributes into `meta`. A damaged file throws RuntimeError naming `path`; every rank still
-// closes the file, so no rank is left waiting in a collective.
-void read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice slice,
-                            TrainingState& mine, CheckpointMeta& meta);
+// attributes into `meta`, in one pass that also hashes the bytes read: returns the xxh3-128 of the
+// slab (as slab_checksum(mine) would). A damaged file throws RuntimeError naming `path`; every
+// rank still closes the file, so no rank is left waiting in a collective.
+std::string read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice slice,
+                                   TrainingState& mine, CheckpointMeta& meta);
 
 }  // namespace tp

@@ -128,23 +128,20 @@ RankWrite CheckpointStore::write_part(const TrainingState& state, const std::str
     written.write_s = written.end - written.start - data.fsync_s;
     return written;
   }
-  const TrainingState mine = cut(state, slice);
-  written.checksum = slab_checksum(mine);
-  written.bytes = state_bytes(mine);
+  // The slab is written straight from the state: no copy of it, and its checksum is taken on the
+  // way out.
   const std::string path = partial + "/" + kSharedCheckpointFile;
   mpiCheck(MPI_Barrier(world_.comm));
   written.start = clock_.now();
-  const SharedWrite shared =
-      write_shared_checkpoint(path, world_.comm, mine, slice, meta, !state.moment2.empty(),
-                              [&] { fault_point(state.step, "ckpt-write"); });
+  const SharedWrite shared = write_shared_checkpoint(
+      path, world_.comm, state, slice, meta, [&] { fault_point(state.step, "ckpt-write"); });
   if (!shared.problem.empty()) throw RuntimeError(shared.problem);
   if (shared.any_failed) return written;  // another rank's problem; the agreement names it
+  written.checksum = shared.checksum;
+  written.bytes = shared.bytes;
   written.fsync_s = shared.flush_s;
-  // MPI_File_sync made the data durable; this rank's own fsync also covers a filesystem whose
-  // MPI-IO driver buffers on the client until close.
-  fsync_path(path, O_RDONLY);
   written.end = clock_.now();
-  spdlog::debug("save {}: slab of {} bytes written in {:.3f} s, of which {:.3f} s flush", path,
+  spdlog::debug("save {}: slab of {} bytes written in {:.3f} s, of which {:.3f} s fsync", path,
                 written.bytes, written.end - written.start, written.fsync_s);
   return written;
 }
