@@ -1,18 +1,16 @@
 #include "app/cli.h"
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "app/cli_options.h"
 #include "common/errors.h"
+#include "common/files.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 
 namespace tp {
 namespace {
-
-namespace fs = std::filesystem;
 
 const char* const kSubcommands = "train, drill, prepare-data, report";
 // Far beyond any real run, and small enough that epochs x samples stays an exact step count.
@@ -20,10 +18,8 @@ constexpr double kMaxEpochs = 1e6;
 
 // Checked before opening: a FIFO would block the open, a directory would read as empty.
 std::string read_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (fs::exists(status) && !fs::is_regular_file(status))
-    throw UsageError("--scenario: '" + path + "' is not a regular file");
+  if (const std::string what = not_a_regular_file(path); !what.empty())
+    throw UsageError("--scenario: '" + path + "' " + what);
   std::ifstream in(path);
   if (!in) throw UsageError("--scenario: cannot open '" + path + "'");
   std::stringstream text;

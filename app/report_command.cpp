@@ -1,6 +1,5 @@
 // `trainproof report FILE`: reprints a report's summary; the exit code follows its verdict.
 // The file is input like any other: checked before it is opened, read, and shown inert.
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -8,18 +7,10 @@
 #include "app/summary.h"
 #include "app/train_command.h"
 #include "common/errors.h"
+#include "common/files.h"
 
 namespace tp {
 namespace {
-
-// A FIFO would block the open and a directory would read as an empty report.
-void check_regular_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) throw UsageError("report: cannot open '" + path + "'");
-  if (!std::filesystem::is_regular_file(status))
-    throw UsageError("report: '" + path + "' is not a regular file");
-}
 
 std::string verdict_of(const nlohmann::json& report, const std::string& path) {
   const auto verdict = report.find("verdict");
@@ -36,7 +27,9 @@ int run_report(const Invocation& inv) {
     throw UsageError("report needs exactly one FILE operand, got " +
                      std::to_string(inv.positional.size()));
   const std::string path = inv.positional.front();
-  check_regular_file(path);
+  // A FIFO would block the open and a folder would read as an empty report.
+  if (const std::string what = not_a_regular_file(path); !what.empty())
+    throw UsageError("report: '" + path + "' " + what);
   std::ifstream in(path);
   if (!in) throw UsageError("report: cannot open '" + path + "'");
   try {

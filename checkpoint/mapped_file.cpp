@@ -8,20 +8,10 @@
 #include <cstring>
 
 #include "common/digest.h"
+#include "common/files.h"
 
 namespace tp {
 namespace {
-
-// What a path that is not a regular file is, for the reason a restore gives.
-std::string kind_of(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "of an unknown kind";
-}
 
 // Why `name` cannot be used as a regular file, from what it is before it is opened: a FIFO or a
 // device is refused without the open that could block or act on it. "" for a regular file.
@@ -31,7 +21,7 @@ std::string not_regular(int folder_fd, const std::string& name, const std::strin
     return "cannot open " + path + ": " + std::strerror(errno);
   if (S_ISLNK(info.st_mode)) return path + " is a symbolic link";
   if (!S_ISREG(info.st_mode))
-    return path + " is not a regular file (" + kind_of(info.st_mode) + ")";
+    return path + " is not a regular file (" + file_kind(info.st_mode) + ")";
   return "";
 }
 
@@ -75,7 +65,7 @@ ReadOnlyFile CheckpointFolder::open_file(const std::string& name, std::string& w
   }
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    why = path + " is not a regular file (" + kind_of(info.st_mode) + ")";
+    why = path + " is not a regular file (" + file_kind(info.st_mode) + ")";
     ::close(fd);
     return {};
   }

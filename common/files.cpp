@@ -49,18 +49,21 @@ void write_file_atomically(const std::string& path, const std::string& text,
     throw RuntimeError("rename '" + temp + "' to '" + path + "': " + std::strerror(errno));
 }
 
-namespace {
-
-// "" when `path` is absent or a regular file (symlinks followed, as the final rename does not
-// care), else what it is.
-std::string not_a_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "";
-  if (S_ISREG(st.st_mode)) return "";
-  return S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file";
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "of an unknown kind";
 }
 
-}  // namespace
+std::string not_a_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  return std::string("is ") + file_kind(st.st_mode) + ", not a regular file";
+}
 
 void check_output_file(const std::string& option, const std::string& path) {
   const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
@@ -69,7 +72,7 @@ void check_output_file(const std::string& option, const std::string& path) {
   if (::access(parent.c_str(), W_OK) != 0)
     throw UsageError(option + " " + path + ": directory '" + parent.string() + "' is not writable");
   for (const std::string& candidate : {path, path + ".tmp"})
-    if (const std::string what = not_a_file(candidate); !what.empty())
+    if (const std::string what = not_a_regular_file(candidate); !what.empty())
       throw UsageError(option + " " + path + ": '" + candidate + "' " + what +
                        "; the output is written there and renamed into place");
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Durable, whole-file writes shared by checkpoints, datasets, reports and drill records.
 #include <fcntl.h>
+#include <sys/types.h>
 
 #include <cstddef>
 #include <string>
@@ -19,6 +20,15 @@ void fsync_path(const std::string& path, int flags = O_RDONLY);
 // Writers racing on one path give each its own suffix.
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& temp_suffix = ".tmp");
+
+// What a file that is not a regular file is ("a FIFO", "a folder", ...), for the message that
+// refuses it.
+const char* file_kind(mode_t mode);
+
+// Why `path` cannot be read or written as a regular file, found without opening it (a FIFO would
+// block the open): "" when it is absent or a regular file (links followed), else for example
+// "is a folder, not a regular file".
+std::string not_a_regular_file(const std::string& path);
 
 // Before a run starts, so that its output can be written when it ends: `path` must be a new or
 // regular file in an existing, writable folder, and its temporary name (path + ".tmp") free for a

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/hdf5_lock.h"
 #include "common/hdf5_util.h"
 #include "data/dataset.h"
@@ -29,15 +30,6 @@ constexpr uint64_t kRecordBytes = 3 * sizeof(uint64_t);  // raw .idx: offset, le
 // Damage in a dataset file is bad input from the user, as a bad option is: exit 2.
 void refuse(bool ok, const std::string& why) {
   if (!ok) throw UsageError(why);
-}
-
-const char* file_kind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a plain file";
 }
 
 void read_exactly(int fd, void* out, uint64_t bytes, const std::string& path) {

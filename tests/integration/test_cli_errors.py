@@ -104,12 +104,12 @@ class CliErrors(unittest.TestCase):
             target = os.path.join(tmp, "out")
             os.mkdir(target)
             self.expect_usage_error(mpirun(2, "--report", target, timeout=60),
-                                    "--report", "is a directory")
+                                    "--report", "is a folder")
             self.assertEqual(os.listdir(tmp), ["out"])  # no out.tmp left behind
             run = direct("drill", "--launcher", "mpirun -np 2", "--checkpoint.dir", tmp,
                          "--checkpoint.every=2", "--report", target)
             self.assertEqual(run.returncode, 2, run)
-            self.assertIn("is a directory", run.stderr)
+            self.assertIn("is a folder", run.stderr)
             self.assertEqual(os.listdir(tmp), ["out"])  # no drill folder: nothing ran
 
     def test_watchdog_dir_unwritable(self):

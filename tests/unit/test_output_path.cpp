@@ -41,7 +41,7 @@ TEST(OutputFile, NewOrRegularFileInAWritableFolderIsAccepted) {
 TEST(OutputFile, ExistingDirectoryIsRefused) {
   const fs::path folder = fresh_folder("output-dir");
   fs::create_directories(folder / "r.json");
-  expect_refused((folder / "r.json").string(), "is a directory");
+  expect_refused((folder / "r.json").string(), "is a folder");
 }
 
 TEST(OutputFile, FifoIsRefused) {
