@@ -84,6 +84,16 @@ def flip_byte(path, offset=None, mask=0x01):
         f.write(bytes([byte[0] ^ mask]))
 
 
+def edit_manifest(folder, change):
+    """Applies `change` to the parsed MANIFEST.json of a step folder and writes it back."""
+    path = os.path.join(folder, "MANIFEST.json")
+    with open(path) as f:
+        manifest = json.load(f)
+    change(manifest)
+    with open(path, "w") as f:
+        json.dump(manifest, f)
+
+
 def truncate_tail(path, count=100):
     os.truncate(path, os.path.getsize(path) - count)
 

@@ -7,7 +7,7 @@ import subprocess
 import threading
 import time
 
-from harness import (CheckpointCase, BIN, MPIEXEC, TINY, flip_byte, main, mpirun,
+from harness import (CheckpointCase, BIN, MPIEXEC, TINY, edit_manifest, flip_byte, main, mpirun,
                      truncate_tail)
 
 EVERY = CheckpointCase.EVERY
@@ -114,14 +114,6 @@ class Checkpoint(CheckpointCase):
             json.dump(manifest, open(path, "w"))
         self.assertIn("checksum", self.damage_newest_and_resume(lie))
 
-    def edit_manifest(self, folder, change):
-        path = os.path.join(folder, "MANIFEST.json")
-        with open(path) as f:
-            manifest = json.load(f)
-        change(manifest)
-        with open(path, "w") as f:
-            json.dump(manifest, f)
-
     def test_fifo_in_place_of_a_rank_file_falls_back_without_blocking(self):
         # Rank 1 alone meets the FIFO. A rank blocked opening it would hang the job: after 30 s
         # a guard opens the FIFO's write end (which releases the open) and the test fails.
@@ -152,7 +144,7 @@ class Checkpoint(CheckpointCase):
 
     def test_manifest_field_of_the_wrong_type_falls_back(self):
         def mistype(folder):
-            self.edit_manifest(folder, lambda m: m.update(world_size="2"))
+            edit_manifest(folder, lambda m: m.update(world_size="2"))
         self.assertIn('MANIFEST.json: world_size must be an integer from 1 to 2147483647, not "2"',
                       self.damage_newest_and_resume(mistype))
 
@@ -162,7 +154,7 @@ class Checkpoint(CheckpointCase):
             outside = os.path.join(self.tmp, "x")
             os.makedirs(outside)
             shutil.copy(os.path.join(folder, "rank-00001.h5"), outside)
-            self.edit_manifest(folder, lambda m: m["files"][1].update(name="../../x/rank-00001.h5"))
+            edit_manifest(folder, lambda m: m["files"][1].update(name="../../x/rank-00001.h5"))
         self.assertIn("files[1].name must be a plain file name",
                       self.damage_newest_and_resume(escape))
 

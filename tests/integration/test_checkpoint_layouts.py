@@ -5,7 +5,7 @@ import os
 import shutil
 import subprocess
 
-from harness import CheckpointCase, flip_byte, main, mpirun, truncate_tail
+from harness import CheckpointCase, edit_manifest, flip_byte, main, mpirun, truncate_tail
 
 EVERY = CheckpointCase.EVERY
 LAYOUTS = {
@@ -116,14 +116,7 @@ class CheckpointLayouts(CheckpointCase):
         return run.report["checkpoint"]["restore"]["rejected"][0]
 
     def edit_manifest_and_resume(self, change):
-        def edit(folder):
-            path = os.path.join(folder, "MANIFEST.json")
-            with open(path) as f:
-                manifest = json.load(f)
-            change(manifest)
-            with open(path, "w") as f:
-                json.dump(manifest, f)
-        return self.damage_shared_file_and_resume(edit)
+        return self.damage_shared_file_and_resume(lambda folder: edit_manifest(folder, change))
 
     def test_shared_file_flipped_byte_falls_back(self):
         def flip(folder):
