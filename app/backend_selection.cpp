@@ -138,16 +138,11 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
   return b;
 }
 
-std::string checkpoint_memory_problem(const TrainConfig& cfg, int world_size,
-                                      const HostMemory& memory) {
+std::string checkpoint_memory_problem(const TrainConfig& cfg, const HostMemory& memory) {
   if (cfg.checkpoint_dir.empty() || !memory.available) return "";
   CheckpointMemoryPlan plan;
-  plan.layout = parse_layout(cfg.checkpoint_layout);
-  plan.shard_optimizer = cfg.checkpoint_shard_optimizer;
-  plan.async = cfg.checkpoint_async;
   plan.elements = uint64_t(cfg.model.parameters());
   plan.tensors = cfg.optimizer.kind == OptimizerKind::adam ? 3 : 2;
-  plan.world_size = world_size;
   const uint64_t need = checkpoint_memory_need(plan);
   const uint64_t needed = uint64_t(memory.ranks) * (memory.model_per_rank + need);
   if (double(needed) <= 0.9 * double(*memory.available)) return "";
@@ -188,9 +183,8 @@ void check_memory(const World& world, const Backends& backends, const BackendCon
   // Checkpoint buffers are host memory, whether the model lives there or on a GPU.
   if (problem.empty())
     problem = checkpoint_memory_problem(
-        cfg, world.size,
-        on_gpu ? HostMemory{0, world.local_size, host_available, world.host}
-               : HostMemory{per_rank, sharers, available, world.host});
+        cfg, on_gpu ? HostMemory{0, world.local_size, host_available, world.host}
+                    : HostMemory{per_rank, sharers, available, world.host});
   agree_or_throw<UsageError>(world, problem);
 }
 

@@ -39,8 +39,7 @@ struct HostMemory {
 };
 // "" or why this host cannot hold the checkpoints' buffers (docs/checkpoint.md, "Memory")
 // beside the model: names the options, the bytes needed and the bytes available.
-std::string checkpoint_memory_problem(const TrainConfig& config, int world_size,
-                                      const HostMemory& memory);
+std::string checkpoint_memory_problem(const TrainConfig& config, const HostMemory& memory);
 
 // Refuses, on every rank alike, a model that would not fit in the memory its ranks share: the
 // host's RAM for the CPU backend, a device's free memory for the CUDA backend.

@@ -6,32 +6,24 @@
 namespace {
 
 using tp::checkpoint_memory_need;
-using tp::CheckpointLayout;
 using tp::CheckpointMemoryPlan;
 
 // 1000 elements per tensor, parameters and one moment: an 8000-byte state.
-CheckpointMemoryPlan plan(CheckpointLayout layout, bool shard, bool async) {
+CheckpointMemoryPlan plan() {
   CheckpointMemoryPlan p;
-  p.layout = layout;
-  p.shard_optimizer = shard;
-  p.async = async;
   p.elements = 1000;
   p.tensors = 2;
-  p.world_size = 4;
   return p;
 }
 
 // docs/checkpoint.md, "Memory": one host copy of the state, reused by every save; the files are
 // written from it in place, sliced or not, sync or async.
 TEST(CheckpointMemory, EverySaveNeedsOneCopyOfTheState) {
-  for (const auto layout : {CheckpointLayout::file_per_rank, CheckpointLayout::shared_file})
-    for (const bool shard : {false, true})
-      for (const bool async : {false, true})
-        EXPECT_EQ(checkpoint_memory_need(plan(layout, shard, async)), 8000u) << shard << async;
+  EXPECT_EQ(checkpoint_memory_need(plan()), 8000u);
 }
 
 TEST(CheckpointMemory, AdamsSecondMomentCounts) {
-  auto p = plan(CheckpointLayout::shared_file, false, false);
+  auto p = plan();
   p.tensors = 3;
   EXPECT_EQ(checkpoint_memory_need(p), 12000u);
 }
@@ -52,9 +44,7 @@ tp::TrainConfig checkpointing(bool async) {
 
 uint64_t need_of(const tp::TrainConfig& cfg) {
   tp::CheckpointMemoryPlan plan;
-  plan.async = cfg.checkpoint_async;
   plan.elements = uint64_t(cfg.model.parameters());
-  plan.world_size = 2;
   return tp::checkpoint_memory_need(plan);
 }
 
@@ -67,7 +57,7 @@ TEST(CheckpointMemory, AModelThatFitsWithItsCheckpointsStarts) {
   for (const bool async : {false, true}) {
     const uint64_t needed = 2 * (10'000'000 + need_of(checkpointing(async)));
     const tp::HostMemory host{10'000'000, 2, available_for(needed, 0.95), "node-a"};
-    EXPECT_EQ(tp::checkpoint_memory_problem(checkpointing(async), 2, host), "");
+    EXPECT_EQ(tp::checkpoint_memory_problem(checkpointing(async), host), "");
   }
 }
 
@@ -78,7 +68,7 @@ TEST(CheckpointMemory, CheckpointsThatDoNotFitNameTheOptionsAndTheBytes) {
     const uint64_t needed = 2 * (10'000'000 + need);
     const uint64_t available = available_for(needed, 1.05);
     const tp::HostMemory host{10'000'000, 2, available, "node-a"};
-    const std::string problem = tp::checkpoint_memory_problem(checkpointing(async), 2, host);
+    const std::string problem = tp::checkpoint_memory_problem(checkpointing(async), host);
     for (const std::string& word :
          {std::string("checkpoint.async=") + (async ? "true" : "false"),
           std::string("checkpoint.layout=file-per-rank"), std::string("node-a"),
@@ -91,10 +81,10 @@ TEST(CheckpointMemory, CheckpointsThatDoNotFitNameTheOptionsAndTheBytes) {
 TEST(CheckpointMemory, NothingToCheckWithoutCheckpointsOrAKnownSize) {
   tp::TrainConfig cfg = checkpointing(false);
   cfg.checkpoint_dir.clear();
-  EXPECT_EQ(tp::checkpoint_memory_problem(cfg, 2, {10'000'000, 2, 1000, "node-a"}), "");
-  EXPECT_EQ(tp::checkpoint_memory_problem(checkpointing(false), 2,
-                                          {10'000'000, 2, std::nullopt, "node-a"}),
-            "");
+  EXPECT_EQ(tp::checkpoint_memory_problem(cfg, {10'000'000, 2, 1000, "node-a"}), "");
+  EXPECT_EQ(
+      tp::checkpoint_memory_problem(checkpointing(false), {10'000'000, 2, std::nullopt, "node-a"}),
+      "");
 }
 
 }  // namespace
