@@ -15,6 +15,10 @@ World one_rank_world(const std::string& host = "unit-host");
 // A fresh, empty folder for the test `name`, unique to this process and shared with the children
 // its death tests start (they see their parent's folder, left as the parent made it).
 std::string fresh_dir(const std::string& name);
+// Minor page faults of this process so far: memory touched for the first time. The page-fault
+// tests compare it around a second checkpoint save.
+long minor_page_faults();
+
 // Removes every folder fresh_dir made; main() calls it once the tests have run.
 void remove_test_folders();
 

@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -184,11 +183,13 @@ TEST_F(AsyncWriter, DestroyingTheWriterWaitsForTheCheckpointInFlight) {
   EXPECT_TRUE(fs::exists(dir + "/step-00000006/MANIFEST.json"));
 }
 
-long minor_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
-}
+// ThreadSanitizer's shadow memory and per-thread traces fault in pages of their own as the writer
+// thread runs, so the count is judged by the plain build; the TSan lane still runs the rest.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kPageFaultsAreOurs = false;
+#else
+constexpr bool kPageFaultsAreOurs = true;
+#endif
 
 // The snapshot goes into memory the writer touched once, on the first save: a later save faults
 // in nothing of the state's size (tens of MB here), neither for the snapshot nor for the write.
@@ -204,12 +205,14 @@ TEST_F(AsyncWriter, ASecondSnapshotFaultsInNoMemoryOfTheStatesSize) {
   writer.wait();
   state.step = 8;
   state.params[12345] = 7.0f;
-  const long before = minor_faults();
+  const long before = tp::test::minor_page_faults();
   writer.submit(state);
   writer.wait();
-  const long faults = minor_faults() - before;
-  EXPECT_LT(faults, state_pages / 16)
-      << faults << " page faults for a state of " << state_pages << " pages";
+  const long faults = tp::test::minor_page_faults() - before;
+  if (kPageFaultsAreOurs) {
+    EXPECT_LT(faults, state_pages / 16)
+        << faults << " page faults for a state of " << state_pages << " pages";
+  }
   const std::vector<tp::CheckpointSave> saves = writer.take_committed();
   ASSERT_EQ(saves.size(), 2u);
   EXPECT_GT(saves[1].time_to_durable_s, 0.0);

@@ -2,7 +2,6 @@
 // a copy kept between saves, so a second save faults in no memory in proportion to the state.
 // Page faults are counted, never timed.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
 #include <filesystem>
 #include <memory>
@@ -15,12 +14,6 @@
 #include "train/faults.h"
 
 namespace {
-
-long minor_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
-}
 
 TEST(CheckpointDriverMemory, SecondSynchronousSaveFaultsInNoMemoryInProportionToTheState) {
   const std::string dir = tp::test::fresh_dir("CheckpointDriverMemory");
@@ -50,9 +43,9 @@ TEST(CheckpointDriverMemory, SecondSynchronousSaveFaultsInNoMemoryInProportionTo
   const auto checkpoint = driver.checkpoint_hook(*backend);
   ASSERT_TRUE(checkpoint(1));  // the first save may touch what the run keeps
   const uint64_t state_pages = uint64_t(4) * 1024 * 1024 * 2 * sizeof(float) / 4096;
-  const long before = minor_faults();
+  const long before = tp::test::minor_page_faults();
   ASSERT_TRUE(checkpoint(2));
-  const long faults_in_save = minor_faults() - before;
+  const long faults_in_save = tp::test::minor_page_faults() - before;
   EXPECT_LT(uint64_t(faults_in_save), state_pages / 16)
       << faults_in_save << " minor page faults in a save of " << state_pages << " pages of state";
   driver.finish();

@@ -3,7 +3,6 @@
 // over ranks, agreement, async beside the step's collectives) stay in tests/integration.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -272,13 +271,6 @@ TEST_F(SharedFileCheckpoint, TruncatedFileFallsBack) {
   EXPECT_THAT(why, HasSubstr(data_file(8) + " has "));
 }
 
-// Minor page faults of this process so far: memory touched for the first time.
-long minor_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
-}
-
 // Tens of MB per tensor: a copy or a zero-filled buffer of the state's size faults in thousands
 // of pages, far more than HDF5's own small allocations.
 tp::TrainingState large_state(int64_t step) {
@@ -299,9 +291,9 @@ TEST_F(CheckpointStore, ASecondSaveFaultsInNoMemoryOfTheStatesSize) {
     tp::TrainingState state = large_state(4);
     s.save(state);  // the first save may touch what it keeps for the next ones
     state.step = 8;
-    const long before = minor_faults();
+    const long before = tp::test::minor_page_faults();
     const tp::CheckpointSave save = s.save(state);
-    const long faults = minor_faults() - before;
+    const long faults = tp::test::minor_page_faults() - before;
     const long state_pages = long(tp::state_bytes(state) / 4096);
     EXPECT_LT(faults, state_pages / 16)
         << "sharded " << sharded << ": " << faults << " page faults for a state of " << state_pages

@@ -3,7 +3,6 @@
 // are counted, never timed: speed is the benchmark's job.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
 #include <cstdint>
 
@@ -12,12 +11,6 @@
 namespace {
 
 using namespace tp::test;
-
-long minor_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
-}
 
 // 4M elements per tensor, Adam: 48 MiB of state, 12288 pages; far beyond HDF5's own small
 // allocations, and far more than a save that copies or zero-fills a state-sized buffer avoids.
@@ -46,9 +39,9 @@ TEST_F(SharedFileMemory, SecondSaveFaultsInNoMemoryInProportionToTheState) {
   writer.save(state);  // the first save may touch what the run keeps (HDF5, MPI-IO)
   state.step = 2;
   const uint64_t state_pages = tp::state_bytes(state) / 4096;
-  const long before = minor_faults();
+  const long before = tp::test::minor_page_faults();
   writer.save(state);
-  const long faults = minor_faults() - before;
+  const long faults = tp::test::minor_page_faults() - before;
   EXPECT_LT(uint64_t(faults), state_pages / 16)
       << faults << " minor page faults in a save of " << state_pages << " pages of state";
   tp::TrainingState restored;
