@@ -143,6 +143,7 @@ std::string checkpoint_memory_problem(const TrainConfig& cfg, const HostMemory& 
   CheckpointMemoryPlan plan;
   plan.elements = uint64_t(cfg.model.parameters());
   plan.tensors = cfg.optimizer.kind == OptimizerKind::adam ? 3 : 2;
+  plan.writes_from_model = memory.model_on_host && !cfg.checkpoint_async;
   const uint64_t need = checkpoint_memory_need(plan);
   const uint64_t needed = uint64_t(memory.ranks) * (memory.model_per_rank + need);
   if (double(needed) <= 0.9 * double(*memory.available)) return "";
@@ -184,7 +185,7 @@ void check_memory(const World& world, const Backends& backends, const BackendCon
   if (problem.empty())
     problem = checkpoint_memory_problem(
         cfg, on_gpu ? HostMemory{0, world.local_size, host_available, world.host}
-                    : HostMemory{per_rank, sharers, available, world.host});
+                    : HostMemory{per_rank, sharers, available, world.host, true});
   agree_or_throw<UsageError>(world, problem);
 }
 

@@ -36,6 +36,7 @@ struct HostMemory {
   int ranks = 1;  // ranks of this host
   std::optional<uint64_t> available;
   std::string host;
+  bool model_on_host = false;  // the state lives in host memory (cpu backend), not on a GPU
 };
 // "" or why this host cannot hold the checkpoints' buffers (docs/checkpoint.md, "Memory")
 // beside the model: names the options, the bytes needed and the bytes available.

@@ -1,5 +1,6 @@
 #include "checkpoint/hashed_io.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,8 +34,13 @@ void write_hashed(int fd, const std::string& path, uint64_t offset, const void* 
                            "': " + std::strerror(n < 0 ? errno : EIO));
       put += uint64_t(n);
     }
+    start_writeback(fd, offset + done, piece);
     done += piece;
   }
+}
+
+void start_writeback(int fd, uint64_t offset, uint64_t bytes) {
+  (void)::sync_file_range(fd, off_t(offset), off_t(bytes), SYNC_FILE_RANGE_WRITE);
 }
 
 void read_hashed(int fd, const std::string& path, uint64_t offset, void* data, uint64_t bytes,

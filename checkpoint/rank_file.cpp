@@ -12,6 +12,7 @@
 #include <mutex>
 #include <utility>
 
+#include "checkpoint/hashed_io.h"
 #include "checkpoint/storage_space.h"
 #include "common/digest.h"
 #include "common/errors.h"
@@ -213,6 +214,7 @@ RankFileData write_rank_file_data(const RankFileLayout& layout,
       uint64_t n = std::min(kWritePiece, extent.bytes - done);
       if (!midway_done) n = std::min(n, half - written);
       pwrite_all(file.fd(), extent.data + done, n, extent.offset + done, path);
+      start_writeback(file.fd(), extent.offset + done, n);
       digest.add(extent.data + done, n);
       done += n;
       written += n;

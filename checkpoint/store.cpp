@@ -152,6 +152,7 @@ CheckpointSave CheckpointStore::save(const TrainingState& state) {
   const std::string partial = final_dir + ".partial";
   std::string problem;
   if (world_.rank == 0) {
+    deletion_.wait();  // the previous save's deletions: room for this one
     std::error_code ec;
     fs::remove_all(partial, ec);  // a stale one from a crash never counts and is replaced
     if (!ec) fs::create_directories(partial, ec);
@@ -280,16 +281,18 @@ int64_t CheckpointStore::newest_committed() const {
 void CheckpointStore::retain(int64_t newest) {
   // Only checkpoints up to the one just committed count: later steps left by an earlier, longer
   // run are not this run's to delete, and the new one must never be the one removed.
+  // Renamed here, so no longer counted as committed; deleted beside training, as unlinking a
+  // large file takes a filesystem about as long as a fraction of writing it.
   size_t kept = 0;
+  std::vector<std::string> doomed;
   for (const auto& [step, folder] : committed()) {
     if (step > newest) continue;
     if (++kept <= size_t(options_.keep)) continue;
-    // Renamed first, so a deletion cut short leaves a folder that never counts as committed.
-    const std::string doomed = folder + ".deleting";
     std::error_code ec;
-    fs::rename(folder, doomed, ec);
-    if (!ec) fs::remove_all(doomed, ec);
+    fs::rename(folder, folder + ".deleting", ec);
+    if (!ec) doomed.push_back(folder + ".deleting");
   }
+  deletion_.start(std::move(doomed));
 }
 
 }  // namespace tp

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/background_deletion.h"
 #include "checkpoint/folder_facts.h"
 #include "checkpoint/folder_lock.h"
 #include "checkpoint/slices.h"
@@ -157,6 +158,8 @@ class CheckpointStore {
   std::function<void(int64_t, const char*)> fault_hook_;
   std::function<nlohmann::json(int64_t)> manifest_extra_;
   FolderLock lock_;  // rank 0, from the preflight on
+  // Rank 0: retention's deletions, run beside training; ends before the lock is released.
+  BackgroundDeletion deletion_;
 };
 
 }  // namespace tp

@@ -61,10 +61,10 @@ class CpuBackend final : public ComputeBackend {
     layer_size_ = size_t(c.hidden) * c.hidden;
     sample_size_ = size_t(c.seq) * c.hidden;
     grid_ = make_grad_grid(c.global_batch);
-    params_.assign(layer_size_ * c.layers, 0.0f);
-    grads_.assign(params_.size(), 0.0f);
-    moment1_.assign(params_.size(), 0.0f);
-    moment2_.assign(c.optimizer.kind == OptimizerKind::adam ? params_.size() : 0, 0.0f);
+    state_.params.assign(layer_size_ * c.layers, 0.0f);
+    grads_.assign(state_.params.size(), 0.0f);
+    state_.moment1.assign(state_.params.size(), 0.0f);
+    state_.moment2.assign(c.optimizer.kind == OptimizerKind::adam ? state_.params.size() : 0, 0.0f);
     activations_.assign(sample_size_ * c.local_samples * (c.layers + 1), 0.0f);
     targets_.assign(sample_size_ * c.local_samples, 0.0f);
     upstream_.assign(sample_size_ * c.local_samples, 0.0f);
@@ -128,47 +128,51 @@ class CpuBackend final : public ComputeBackend {
 
   void optimizer_step(int64_t step) override {
     const OptimizerConfig& o = config_.optimizer;
-    const size_t n = params_.size();
-    float* w = params_.data();
+    const size_t n = state_.params.size();
+    float* w = state_.params.data();
     const float* g = grads_.data();
-    float* m = moment1_.data();
+    float* m = state_.moment1.data();
     if (o.kind == OptimizerKind::sgd_momentum) {
       for (size_t i = 0; i < n; ++i) sgd_momentum_update(w[i], m[i], g[i], o.lr, o.momentum);
       return;
     }
-    float* v = moment2_.data();
+    float* v = state_.moment2.data();
     const AdamCorrections c = adam_corrections(o, step);
     for (size_t i = 0; i < n; ++i)
       adam_update(w[i], m[i], v[i], g[i], o.lr, o.beta1, o.beta2, c.first, c.second, o.eps);
   }
 
   void export_state(TrainingState& state) override {
-    state.params = params_;
-    state.moment1 = moment1_;
-    state.moment2 = moment2_;
+    state.params = state_.params;
+    state.moment1 = state_.moment1;
+    state.moment2 = state_.moment2;
+  }
+  const TrainingState* host_resident_state(int64_t step) override {
+    state_.step = step;
+    return &state_;
   }
   void import_state(const TrainingState& state) override {
-    if (state.params.size() != params_.size() || state.moment1.size() != moment1_.size() ||
-        state.moment2.size() != moment2_.size())
+    if (state.params.size() != state_.params.size() || state.moment1.size() != state_.moment1.size() ||
+        state.moment2.size() != state_.moment2.size())
       throw RuntimeError("restored state does not match the model's size");
-    params_ = state.params;
-    moment1_ = state.moment1;
-    moment2_ = state.moment2;
+    state_.params = state.params;
+    state_.moment1 = state.moment1;
+    state_.moment2 = state.moment2;
   }
 
   Digest128 state_digest() override {
     DigestBuilder digest;
-    digest.add_all(params_);
-    digest.add_all(moment1_);
-    digest.add_all(moment2_);
+    digest.add_all(state_.params);
+    digest.add_all(state_.moment1);
+    digest.add_all(state_.moment2);
     return digest.finish();
   }
 
   void perturb_state_for_test() override {
     uint32_t bits;
-    std::memcpy(&bits, &params_[0], sizeof bits);
+    std::memcpy(&bits, &state_.params[0], sizeof bits);
     bits ^= 1u;
-    std::memcpy(&params_[0], &bits, sizeof bits);
+    std::memcpy(&state_.params[0], &bits, sizeof bits);
   }
 
   std::unique_ptr<PhaseClock> make_phase_clock() override {
@@ -192,7 +196,7 @@ class CpuBackend final : public ComputeBackend {
   }
 
  private:
-  float* layer_params(int l) { return params_.data() + layer_size_ * l; }
+  float* layer_params(int l) { return state_.params.data() + layer_size_ * l; }
   float* activation(int boundary, int sample) {
     return activations_.data() + sample_size_ * (size_t(config_.local_samples) * boundary + sample);
   }
@@ -203,7 +207,8 @@ class CpuBackend final : public ComputeBackend {
   BackendConfig config_;
   size_t layer_size_ = 0, sample_size_ = 0;
   GradGrid grid_{};
-  std::vector<float> params_, grads_, moment1_, moment2_;
+  TrainingState state_;  // parameters and optimizer moments; its step is set when exported
+  std::vector<float> grads_;
   std::vector<float> activations_, targets_, upstream_, downstream_, sample_weight_grad_;
   std::function<void()> progress_;
 };

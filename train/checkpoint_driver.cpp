@@ -96,6 +96,8 @@ void CheckpointDriver::take_checkpoint(int64_t step, ComputeBackend& backend) {
       snapshot.step = step;
       backend.export_state(snapshot);
     });
+  } else if (const TrainingState* resident = backend.host_resident_state(step)) {
+    saves_.push_back(store_.save(*resident));
   } else {
     // The host copy's memory is touched by the first save and reused by the rest.
     host_state_.step = step;

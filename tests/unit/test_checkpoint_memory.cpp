@@ -22,6 +22,13 @@ TEST(CheckpointMemory, EverySaveNeedsOneCopyOfTheState) {
   EXPECT_EQ(checkpoint_memory_need(plan()), 8000u);
 }
 
+// A synchronous save of a state in host memory writes from the model's own buffers.
+TEST(CheckpointMemory, WritingFromTheModelNeedsNoCopy) {
+  auto p = plan();
+  p.writes_from_model = true;
+  EXPECT_EQ(checkpoint_memory_need(p), 0u);
+}
+
 TEST(CheckpointMemory, AdamsSecondMomentCounts) {
   auto p = plan();
   p.tensors = 3;
@@ -76,6 +83,15 @@ TEST(CheckpointMemory, CheckpointsThatDoNotFitNameTheOptionsAndTheBytes) {
           std::to_string(available) + " bytes available"})
       EXPECT_NE(problem.find(word), std::string::npos) << word << " in: " << problem;
   }
+}
+
+// On the cpu backend only the async snapshot needs memory beyond the model: a host that holds just
+// the model runs sync checkpoints and refuses async ones.
+TEST(CheckpointMemory, OnTheHostOnlyTheAsyncSnapshotNeedsMemory) {
+  const tp::HostMemory host{10'000'000, 2, available_for(2 * 10'000'000, 0.95), "node-a", true};
+  EXPECT_EQ(tp::checkpoint_memory_problem(checkpointing(false), host), "");
+  EXPECT_NE(tp::checkpoint_memory_problem(checkpointing(true), host).find("checkpoint.async=true"),
+            std::string::npos);
 }
 
 TEST(CheckpointMemory, NothingToCheckWithoutCheckpointsOrAKnownSize) {
