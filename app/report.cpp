@@ -99,6 +99,24 @@ json stall_fraction(const RunRecord& run, const std::vector<double>& stalls) {
   return median(stalls) / between;
 }
 
+// An async save's writer thread needs a core beside the step's: without one they take turns.
+std::string async_cpu_warning(const RunRecord& run) {
+  if (!run.config.checkpoint_async || run.saves.empty()) return "";
+  for (size_t r = 0; r < run.cpu_share.size(); ++r) {
+    if (run.cpu_share[r] >= 2.0) continue;
+    char text[512];
+    std::snprintf(text, sizeof text,
+                  "rank %zu has %.3g CPU(s) of its own (its affinity, shared with the ranks of "
+                  "its host that may run there) for the step and the async checkpoint writer: "
+                  "they take turns, so time_to_durable_s and the step time measure CPU, not "
+                  "storage (give each rank 2 cores: srun --cpus-per-task=2, or mpirun --map-by "
+                  "slot:PE=2 or --bind-to none)",
+                  r, run.cpu_share[r]);
+    return text;
+  }
+  return "";
+}
+
 json checkpoint_json(const RunRecord& run, const json& stall) {
   const TrainConfig& cfg = run.config;
   json c{{"dir", cfg.checkpoint_dir},
@@ -136,6 +154,7 @@ json checkpoint_json(const RunRecord& run, const json& stall) {
   c["total_s"] = total.empty() ? json(nullptr) : json(summary_json(summarize(total)));
   c["stall_s"] = stalls.empty() ? json(nullptr) : json(summary_json(summarize(stalls)));
   c["stall_fraction"] = stall_fraction(run, stalls);
+  c["cpu_warning"] = async_cpu_warning(run);
   c["restore"] =
       run.restored
           ? json{{"step", run.restored->step},
@@ -468,8 +487,11 @@ json build_report(const RunRecord& run) {
   report["nodes"] = nodes.nodes;
   report["train"] = train_json(run, all, phases, figures, vote.majority);
   report["gate"] = {{"checks", checks}};
-  if (!run.config.checkpoint_dir.empty())
+  if (!run.config.checkpoint_dir.empty()) {
     report["checkpoint"] = checkpoint_json(run, phases["checkpoint"]);
+    if (const std::string w = report["checkpoint"]["cpu_warning"]; !w.empty())
+      report["context"]["warnings"].push_back(w);
+  }
   if (run.data) add_data_section(report, run, phases["data"]);
   return report;
 }

@@ -58,6 +58,7 @@ struct RunRecord {
   std::optional<std::pair<std::string, int64_t>> preempted;  // signal name, last step
   CollectiveCheck collective;
   std::string comm_timing_method;
+  std::vector<double> cpu_share;  // [rank]: CPUs of its own (common/sysinfo.h cpu_shares)
 };
 
 nlohmann::json build_report(const RunRecord& run);

@@ -128,15 +128,15 @@ RunRecord record_of(const TrainConfig& cfg, const RunOutcome& run, RunFacts&& fa
     record.digests.push_back(rank.digest);
   }
   record.timings = std::move(facts.timings);
+  std::vector<std::string> affinities, hosts;
+  for (const RankFacts& rank : facts.ranks) {
+    affinities.push_back(rank.info.cpu_affinity);
+    hosts.push_back(rank.info.host);
+  }
+  record.cpu_share = cpu_shares(affinities, hosts);
   if (run.dataset) {
-    DataRecord data{*run.dataset, {}, {}};
-    std::vector<std::string> affinities, hosts;
-    for (const RankFacts& rank : facts.ranks) {
-      data.ranks.push_back(rank.load);
-      affinities.push_back(rank.info.cpu_affinity);
-      hosts.push_back(rank.info.host);
-    }
-    data.cpu_share = cpu_shares(affinities, hosts);
+    DataRecord data{*run.dataset, {}, record.cpu_share};
+    for (const RankFacts& rank : facts.ranks) data.ranks.push_back(rank.load);
     record.data = std::move(data);
   }
   return record;

@@ -8,8 +8,8 @@ namespace tp {
 // The same for every layout and sharding: each save writes from one host copy of the state, or,
 // when the save is synchronous and the state lives in host memory, from the state itself.
 struct CheckpointMemoryPlan {
-  uint64_t elements = 0;  // per tensor of the state: the model's parameters
-  int tensors = 2;        // parameters and first moment, and Adam's second moment
+  uint64_t elements = 0;           // per tensor of the state: the model's parameters
+  int tensors = 2;                 // parameters and first moment, and Adam's second moment
   bool writes_from_model = false;  // a synchronous save of a state in host memory (cpu backend)
 };
 

@@ -152,7 +152,8 @@ class CpuBackend final : public ComputeBackend {
     return &state_;
   }
   void import_state(const TrainingState& state) override {
-    if (state.params.size() != state_.params.size() || state.moment1.size() != state_.moment1.size() ||
+    if (state.params.size() != state_.params.size() ||
+        state.moment1.size() != state_.moment1.size() ||
         state.moment2.size() != state_.moment2.size())
       throw RuntimeError("restored state does not match the model's size");
     state_.params = state.params;

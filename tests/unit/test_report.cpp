@@ -187,6 +187,26 @@ tp::RunRecord checkpoint_run() {
   return run;
 }
 
+// An async writer without a core of its own takes turns with the step (docs/report.md).
+TEST(Report, AsyncCheckpointsWarnWhenARankHasOneCore) {
+  tp::RunRecord run = checkpoint_run();
+  const auto warned = [](const json& report) {
+    for (const auto& w : report["context"]["warnings"])
+      if (w.get<std::string>().find("async checkpoint writer") != std::string::npos) return true;
+    return false;
+  };
+  run.cpu_share = {2, 2, 1, 2};
+  json report = tp::build_report(run);
+  EXPECT_TRUE(warned(report)) << report["context"].dump();
+  EXPECT_NE(report["checkpoint"]["cpu_warning"].get<std::string>().find("rank 2 has 1 CPU"),
+            std::string::npos);
+  run.cpu_share = {2, 2, 2, 2};
+  EXPECT_FALSE(warned(tp::build_report(run)));
+  run.cpu_share = {1, 1, 1, 1};
+  run.config.checkpoint_async = false;
+  EXPECT_FALSE(warned(tp::build_report(run)));
+}
+
 // The stall as a share of the training time between checkpoints (docs/report.md): the stall's
 // p50 over checkpoint.every steps' p50 with the checkpoint phase taken out.
 TEST(Report, StallFractionIsTheStallOverTheStepsBetweenCheckpoints) {
