@@ -74,11 +74,13 @@ fits() {
 
 # One trainproof run; its report is $out/NAME.json. Exit 1 is a FAIL verdict, a judgement of the
 # run that the report explains, not a broken benchmark; any other failure is.
+# launch_flags: extra mpirun flags for this run.
+launch_flags=()
 run_tp() {
   local name=$1 np=$2 rc=0
   shift 2
   rm -f "$out/$name.json"
-  scripts/mpirun.sh -np "$np" build/trainproof train "$@" --report "$out/$name.json" \
+  scripts/mpirun.sh -np "$np" "${launch_flags[@]}" build/trainproof train "$@" --report "$out/$name.json" \
     >"$out/$name.log" 2>&1 || rc=$?
   if [ "$rc" -ne 0 ] && { [ "$rc" -ne 1 ] || [ ! -s "$out/$name.json" ]; }; then
     tail -n 20 "$out/$name.log" >&2
@@ -136,7 +138,8 @@ run_layout() {
   json_field "$out/$name-sync.json" "r['checkpoint']['bytes'] // $ranks" >"$out/$size-$layout-bytes"
 }
 
-# Async, 1 rank (on 2 cores a second busy rank leaves the writer thread no core), saves spaced
+# Async, 1 rank unbound (on 2 cores a second busy rank, or a binding to one core, leaves the writer
+# thread no core of its own; trainproof warns when that happens), saves spaced
 # wider than 1.5 times the slowest sync stall of this round (2 writers), which bounds the time
 # to durable of 1 writer from above.
 run_async() {
@@ -158,8 +161,10 @@ PY
   async_tp() {
     rm -rf "$tp_dir"
     sync
+    launch_flags=(--bind-to none)
     run_tp "$name-async" 1 "${model[@]}" --model.batch=1 "${ckpt[@]}" --checkpoint.async=true \
       --train.steps="$((saves * every))" --checkpoint.every="$every" --fault "slow:rank=0,ms=$pad_ms"
+    launch_flags=()
     rm -rf "$tp_dir"
   }
   one_copy() { build/bench/memory_copy --bytes="$bytes" --repeats=3 >"$out/$name-copy.json"; }

@@ -163,7 +163,7 @@ std::string CheckpointStore::read_shared_slab(const std::string& folder,
   } catch (const RuntimeError& e) {
     return e.what();
   }
-  bytes = state_bytes(mine);
+  bytes = slice.size() * sizeof(float) * (mine.moment2.empty() ? 2 : 3);
   spdlog::debug("restore {}: slab of {} bytes read in {:.3f} s", path, bytes,
                 clock_.local_now() - read_start);
   if (!step.still_names(entry.name, file)) return path + " was replaced while it was read";
@@ -203,14 +203,15 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     const uint64_t total = manifest.total_elements.value_or(state.params.size());
     const Slice slice = sliced() ? rank_slice(total, world_.rank, world_.size) : Slice{0, total};
     // A whole replica decodes straight into the caller's buffers (which the caller imports only
-    // on success); a slice decodes apart and is assembled once every rank's slice verifies.
+    // on success), as does a shared-file slab, into its own elements; a sharded rank file decodes
+    // apart. Slices are assembled once every rank's slice verifies.
+    const bool shared = options_.layout == CheckpointLayout::shared_file;
     TrainingState slice_state;
-    TrainingState& mine = sliced() ? slice_state : state;
+    TrainingState& mine = sliced() && !shared ? slice_state : state;
     uint64_t bytes = 0;
     if (problem.empty())
-      problem = options_.layout == CheckpointLayout::shared_file
-                    ? read_shared_slab(folder, manifest, slice, mine, bytes)
-                    : read_rank_file(folder, manifest, slice, mine, bytes);
+      problem = shared ? read_shared_slab(folder, manifest, slice, mine, bytes)
+                       : read_rank_file(folder, manifest, slice, mine, bytes);
     const std::string first = first_problem(world_, problem);
     if (!first.empty()) {
       if (world_.rank == 0) {
@@ -225,7 +226,10 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     if (sliced()) {
       int with_moment2 = mine.moment2.empty() ? 0 : 1;
       mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &with_moment2, 1, MPI_INT, MPI_MAX, world_.comm));
-      assemble(world_, mine, total, with_moment2 != 0, state);
+      if (shared)
+        assemble_in_place(world_, total, with_moment2 != 0, state);
+      else
+        assemble(world_, mine, total, with_moment2 != 0, state);
     }
     double slowest = clock_.local_now() - start;
     double rank_gbps[2] = {0, 0};  // min as -max, so one MPI_MAX reduction gives both

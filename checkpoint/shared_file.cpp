@@ -282,7 +282,7 @@ void locate(hid_t file, size_t i, Slice slice, const std::string& path, Placemen
 }  // namespace
 
 std::string read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice slice,
-                                   TrainingState& mine, CheckpointMeta& meta) {
+                                   TrainingState& whole, CheckpointMeta& meta) {
   Placement placed;
   {
     std::lock_guard<std::mutex> guard(hdf5_lock());
@@ -297,21 +297,25 @@ std::string read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice
     meta.scenario_hash = read_string_attribute(file.id, "scenario_hash", path);
     meta.layout = read_string_attribute(file.id, "layout", path);
   }  // closed (collectively) here, on every rank: the slab is read with POSIX I/O
-  mine.step = meta.step;
+  if (slice.end > meta.total_elements)
+    throw RuntimeError(path + " holds " + std::to_string(meta.total_elements) +
+                       " elements per tensor, fewer than the slice's end " +
+                       std::to_string(slice.end));
+  whole.step = meta.step;
   meta.slice_begin = slice.begin;
   meta.slice_end = slice.end;
   Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (file.fd < 0) throw RuntimeError("cannot open '" + path + "': " + std::strerror(errno));
   DigestBuilder digest;
   for (size_t i = 0; i < 3; ++i) {
-    std::vector<float>& values = *tensor(mine, i);
+    std::vector<float>& values = *tensor(whole, i);
     if (!placed.present[i]) {
       values.clear();
       continue;
     }
-    values.resize(slice.size());
-    read_hashed(file.fd, path, placed.offset[i] + slice.begin * sizeof(float), values.data(),
-                slice.size() * sizeof(float), digest);
+    values.resize(meta.total_elements);
+    read_hashed(file.fd, path, placed.offset[i] + slice.begin * sizeof(float),
+                values.data() + slice.begin, slice.size() * sizeof(float), digest);
   }
   file.close(path);
   return digest.finish().hex();

@@ -37,11 +37,13 @@ SharedWrite write_shared_checkpoint(const std::string& path, MPI_Comm comm,
                                     const CheckpointMeta& meta,
                                     const std::function<void()>& midway = {});
 
-// Collective over `comm`. Reads this rank's `slice` of every tensor into `mine` and the file's
-// attributes into `meta`, in one pass that also hashes the bytes read: returns the xxh3-128 of the
-// slab (as slab_checksum(mine) would). A damaged file throws RuntimeError naming `path`; every
+// Collective over `comm`. Reads this rank's `slice` of every tensor into the same elements of
+// `whole` (its tensors sized to `meta.total_elements` first; already so when they are the model's
+// buffers, which costs nothing) and the file's attributes into `meta`, in one pass that also
+// hashes the bytes read: returns the xxh3-128 of the slab (as slab_checksum of the slice would).
+// The rest of `whole` is left as it was. A damaged file throws RuntimeError naming `path`; every
 // rank still closes the file, so no rank is left waiting in a collective.
 std::string read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice slice,
-                                   TrainingState& mine, CheckpointMeta& meta);
+                                   TrainingState& whole, CheckpointMeta& meta);
 
 }  // namespace tp

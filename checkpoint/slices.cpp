@@ -34,10 +34,14 @@ TrainingState cut(const TrainingState& full, Slice slice) {
   return mine;
 }
 
-void assemble(const World& world, const TrainingState& mine, uint64_t total, bool with_moment2,
-              TrainingState& full) {
+namespace {
+
+// Every rank's slice as MPI counts and displacements.
+void slice_counts(const World& world, uint64_t total, std::vector<int>& counts,
+                  std::vector<int>& displs) {
   // MPI counts are int; a slice beyond 2^31 elements would need a derived datatype.
-  std::vector<int> counts(size_t(world.size)), displs(size_t(world.size));
+  counts.assign(size_t(world.size), 0);
+  displs.assign(size_t(world.size), 0);
   for (int r = 0; r < world.size; ++r) {
     const Slice s = rank_slice(total, r, world.size);
     if (s.end > uint64_t(std::numeric_limits<int>::max()))
@@ -45,6 +49,31 @@ void assemble(const World& world, const TrainingState& mine, uint64_t total, boo
     counts[size_t(r)] = int(s.size());
     displs[size_t(r)] = int(s.begin);
   }
+}
+
+}  // namespace
+
+void assemble_in_place(const World& world, uint64_t total, bool with_moment2,
+                       TrainingState& full) {
+  std::vector<int> counts, displs;
+  slice_counts(world, total, counts, displs);
+  const auto gather = [&](std::vector<float>& whole) {
+    whole.resize(total);
+    mpiCheck(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, whole.data(), counts.data(),
+                            displs.data(), MPI_FLOAT, world.comm));
+  };
+  gather(full.params);
+  gather(full.moment1);
+  if (with_moment2)
+    gather(full.moment2);
+  else
+    full.moment2.clear();
+}
+
+void assemble(const World& world, const TrainingState& mine, uint64_t total, bool with_moment2,
+              TrainingState& full) {
+  std::vector<int> counts, displs;
+  slice_counts(world, total, counts, displs);
   const auto gather = [&](const std::vector<float>& part, std::vector<float>& whole) {
     whole.resize(total);
     mpiCheck(MPI_Allgatherv(part.data(), int(part.size()), MPI_FLOAT, whole.data(), counts.data(),

@@ -29,6 +29,10 @@ void assemble(const World& world, const TrainingState& mine, uint64_t total, boo
               TrainingState& full);
 
 // Bytes of every tensor of a state (or of a slice of it).
+// Collective: as assemble, when every rank's slice already lies at its own elements of `full`
+// (sized to `total`): the other slices are gathered around it, with no copy of the state.
+void assemble_in_place(const World& world, uint64_t total, bool with_moment2, TrainingState& full);
+
 uint64_t state_bytes(const TrainingState& state);
 // One checksum over a slab of every tensor, in dataset order.
 std::string slab_checksum(const TrainingState& mine);
