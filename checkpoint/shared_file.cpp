@@ -239,9 +239,11 @@ SharedWrite write_shared_checkpoint(const std::string& path, MPI_Comm comm,
   const double reserve_s = seconds_since(start) - create_s;
   // From here on no rank makes a collective call: a failure is this rank's, and the caller's
   // agreement makes it every rank's.
+  result.layout_s = seconds_since(start);
   if (!any_failed) {
     try {
       result.checksum = write_slab(path, state, slice, placed, midway, result.flush_s);
+      result.write_s = seconds_since(start) - result.layout_s - result.flush_s;
       result.bytes = slice.size() * sizeof(float) * (state.moment2.empty() ? 2 : 3);
     } catch (const RuntimeError& e) {
       result.problem = e.what();

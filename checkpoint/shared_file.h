@@ -15,6 +15,8 @@ namespace tp {
 
 // What a collective write left on this rank.
 struct SharedWrite {
+  double layout_s = 0;      // the collective create and close, and rank 0's reservation
+  double write_s = 0;       // this rank's pwrites of its slabs, fsync excluded
   double flush_s = 0;       // this rank's fsync of its slabs
   std::string checksum;     // xxh3-128 of this rank's slab (params, moment1, moment2), as written
   uint64_t bytes = 0;       // the bytes of this rank's slab

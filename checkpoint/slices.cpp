@@ -53,8 +53,7 @@ void slice_counts(const World& world, uint64_t total, std::vector<int>& counts,
 
 }  // namespace
 
-void assemble_in_place(const World& world, uint64_t total, bool with_moment2,
-                       TrainingState& full) {
+void assemble_in_place(const World& world, uint64_t total, bool with_moment2, TrainingState& full) {
   std::vector<int> counts, displs;
   slice_counts(world, total, counts, displs);
   const auto gather = [&](std::vector<float>& whole) {

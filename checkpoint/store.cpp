@@ -139,6 +139,8 @@ RankWrite CheckpointStore::write_part(const TrainingState& state, const std::str
   if (shared.any_failed) return written;  // another rank's problem; the agreement names it
   written.checksum = shared.checksum;
   written.bytes = shared.bytes;
+  written.serialize_s = shared.layout_s;
+  written.write_s = shared.write_s;
   written.fsync_s = shared.flush_s;
   written.end = clock_.now();
   spdlog::debug("save {}: slab of {} bytes written in {:.3f} s, of which {:.3f} s fsync", path,
