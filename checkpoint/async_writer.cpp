@@ -24,6 +24,11 @@ void AsyncCheckpointWriter::submit(const std::function<void(TrainingState&)>& fi
   });
 }
 
+void AsyncCheckpointWriter::prepare(const std::function<void(TrainingState&)>& fill) {
+  wait();
+  fill(snapshot_);
+}
+
 void AsyncCheckpointWriter::submit(const TrainingState& state) {
   // Copy assignment keeps the buffers' memory when they are large enough already.
   submit([&state](TrainingState& snapshot) { snapshot = state; });

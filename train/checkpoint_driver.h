@@ -46,8 +46,9 @@ class CheckpointDriver {
   std::optional<CheckpointRestore> restore(ComputeBackend& backend);
   int64_t first_step() const { return restored_ ? restored_->step + 1 : 1; }
 
-  // Checkpoints every checkpoint.every steps; its time is the step's checkpoint stall. From this
-  // call on, SIGTERM and SIGUSR1 request a stop (stop_requested).
+  // Checkpoints every checkpoint.every steps; its time is the step's checkpoint stall. Allocates
+  // and touches the host copy a save writes from, when one is needed, now. From this call on,
+  // SIGTERM and SIGUSR1 request a stop (stop_requested).
   CheckpointHook checkpoint_hook(ComputeBackend& backend);
   // Collective, each step: true when a preemption signal reached any rank. Every rank then
   // checkpoints this step (unless it just did) and waits for the commit.
@@ -62,6 +63,7 @@ class CheckpointDriver {
 
  private:
   void take_checkpoint(int64_t step, ComputeBackend& backend);
+  void prepare_host_copy(ComputeBackend& backend);
 
   const TrainConfig& config_;
   const World& world_;
