@@ -90,6 +90,15 @@ class ComputeBackend {
   // Copies of the parameters and optimizer state to and from the host (checkpoint, restore).
   virtual void export_state(TrainingState& state) = 0;
   virtual void import_state(const TrainingState& state) = 0;
+  // `state` is a host copy export_state fills for the whole run (a checkpoint's): a GPU backend
+  // page-locks it, so each device-to-host copy runs at the link's speed instead of through a
+  // staging buffer. False when it could not (the copies still work, slower). Unpin before the
+  // copy's memory is freed.
+  virtual bool pin_host_copy(TrainingState& state) {
+    (void)state;
+    return true;
+  }
+  virtual void unpin_host_copy(TrainingState& state) { (void)state; }
   // The state itself, stamped with `step`, when it lives in host memory: a synchronous checkpoint
   // then writes from where it lives, with no copy. nullptr when it lives on a device.
   virtual const TrainingState* host_resident_state(int64_t step) {

@@ -315,6 +315,23 @@ class CudaBackend final : public CudaBackendBase {
                            cudaMemcpyDeviceToHost));
     }
   }
+  bool pin_host_copy(TrainingState& state) override {
+    bool pinned = true;
+    for (std::vector<float>* host : {&state.params, &state.moment1, &state.moment2}) {
+      if (host->empty()) continue;
+      if (cudaHostRegister(host->data(), host->size() * sizeof(float), cudaHostRegisterDefault) !=
+          cudaSuccess) {
+        (void)cudaGetLastError();  // not sticky: the pageable copy still works
+        pinned = false;
+      }
+    }
+    return pinned;
+  }
+  void unpin_host_copy(TrainingState& state) override {
+    for (std::vector<float>* host : {&state.params, &state.moment1, &state.moment2})
+      if (!host->empty() && cudaHostUnregister(host->data()) != cudaSuccess)
+        (void)cudaGetLastError();  // it was never pinned
+  }
   void import_state(const TrainingState& state) override {
     synchronize();
     const std::pair<const DeviceBuffer<float>*, const std::vector<float>*> parts[] = {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "checkpoint/slices.h"
 #include "common/errors.h"
 #include "mpi/check.h"
 #include "train/preemption.h"
@@ -58,6 +59,7 @@ CheckpointDriver::CheckpointDriver(const TrainConfig& config, const World& world
 }
 
 CheckpointDriver::~CheckpointDriver() {
+  unpin_host_copy();  // only unlocks the pages: a write still running from them is unaffected
   writer_.reset();
   writer_store_.reset();
   if (writer_world_.comm != world_.comm) MPI_Comm_free(&writer_world_.comm);
@@ -110,12 +112,28 @@ void CheckpointDriver::take_checkpoint(int64_t step, ComputeBackend& backend) {
 
 // The host copy a save writes from is allocated and touched here, before step 1, so the first
 // checkpoint stalls no longer than the rest. A state in host memory is written from where it is.
+// On a GPU the copy is page-locked for the run, and released before its memory is freed.
 void CheckpointDriver::prepare_host_copy(ComputeBackend& backend) {
-  if (config_.checkpoint_every == 0) return;
+  if (config_.checkpoint_every == 0 || pinned_ != nullptr) return;
+  const auto pin = [this, &backend](TrainingState& copy) {
+    backend.export_state(copy);
+    if (!backend.pin_host_copy(copy) && world_.rank == 0)
+      spdlog::warn(
+          "cannot page-lock the checkpoint's host copy ({} MB): each checkpoint's "
+          "device-to-host copy goes through a staging buffer, and stalls training longer",
+          state_bytes(copy) / 1000000);
+    pinned_ = &copy;
+    pinned_by_ = &backend;
+  };
   if (writer_)
-    writer_->prepare([&backend](TrainingState& snapshot) { backend.export_state(snapshot); });
+    writer_->prepare(pin);
   else if (backend.host_resident_state(0) == nullptr)
-    backend.export_state(host_state_);
+    pin(host_state_);
+}
+
+void CheckpointDriver::unpin_host_copy() {
+  if (pinned_ != nullptr) pinned_by_->unpin_host_copy(*pinned_);
+  pinned_ = nullptr;
 }
 
 CheckpointHook CheckpointDriver::checkpoint_hook(ComputeBackend& backend) {
@@ -152,11 +170,13 @@ void CheckpointDriver::finish() {
     writer_->wait();
     final_wait_s_ = clock_.local_now() - begin;
     saves_ = writer_->take_committed();
+    unpin_host_copy();  // the snapshot is the writer's: released before its memory is
     writer_.reset();
     writer_store_.reset();
     mpiCheck(MPI_Comm_free(&writer_world_.comm));
     writer_world_.comm = world_.comm;
   }
+  unpin_host_copy();  // a synchronous save's host copy
   for (CheckpointSave& save : saves_)
     for (const auto& [step, seconds] : stalls_)
       if (save.step == step) save.stall_s = seconds;

@@ -64,6 +64,7 @@ class CheckpointDriver {
  private:
   void take_checkpoint(int64_t step, ComputeBackend& backend);
   void prepare_host_copy(ComputeBackend& backend);
+  void unpin_host_copy();
 
   const TrainConfig& config_;
   const World& world_;
@@ -78,6 +79,8 @@ class CheckpointDriver {
   std::unique_ptr<AsyncCheckpointWriter> writer_;
   std::vector<CheckpointSave> saves_;
   TrainingState host_state_;  // a synchronous save's host copy of the state, kept for the next
+  TrainingState* pinned_ = nullptr;  // the host copy the backend page-locked, if any
+  ComputeBackend* pinned_by_ = nullptr;
   std::vector<std::pair<int64_t, double>> stalls_;  // step, seconds training waited
   int64_t last_checkpoint_ = 0;
   double final_wait_s_ = 0;

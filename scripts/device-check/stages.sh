@@ -354,6 +354,10 @@ stage_checkpoint_resume() {
     fig "${name}_digest" "$digest"
     fig "${name}_write_gbps" "$(results get "$WORK/ckpt-$name-stop.json" checkpoint.write_gbps)"
     fig "${name}_restore_gbps" "$(results get "$WORK/ckpt-$name-resume.json" checkpoint.restore_gbps)"
+    fig "${name}_stall_p50_s" "$(results get "$WORK/ckpt-$name-stop.json" checkpoint.stall_s.p50)"
+    # The host copy is page-locked for the run unless trainproof warned that it could not be.
+    if grep -q "cannot page-lock" "$WORK/ckpt-$name-stop.log"; then fign "${name}_pinned" false
+    else fign "${name}_pinned" true; fi
     if [ "$rc" != 0 ]; then
       status=fail
       reason=$(gpu_run_reason "$rc" "$WORK/ckpt-$name-resume.log" "$name, resumed run")
