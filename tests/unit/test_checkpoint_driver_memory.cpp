@@ -138,7 +138,9 @@ TEST(CheckpointDriverMemory, ASynchronousSaveOnTheHostExportsNothing) {
   const long before = tp::test::minor_page_faults();
   ASSERT_TRUE(checkpoint(1));
   const long faults_in_save = tp::test::minor_page_faults() - before;
-  EXPECT_LT(uint64_t(faults_in_save), kStatePages / 16)
+  // The first save also pays HDF5's and the store's first allocations (about 550 pages under
+  // AddressSanitizer); a copy of the state would fault in all 8192.
+  EXPECT_LT(uint64_t(faults_in_save), kStatePages / 4)
       << faults_in_save << " minor page faults in the first save of " << kStatePages
       << " pages of state: the save must write from the model, not a fresh copy";
   driver.finish();
