@@ -13,7 +13,8 @@ declare -A may_include=(
   [data]="kernels common"
   [gpu]="kernels mpi common"
   [train]="checkpoint data kernels mpi common"
-  [app]="train checkpoint data gpu kernels mpi common"
+  [fabric]="mpi common"
+  [app]="train fabric checkpoint data gpu kernels mpi common"
 )
 
 folders=()

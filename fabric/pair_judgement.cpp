@@ -1,0 +1,108 @@
+#include "fabric/pair_judgement.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+namespace tp {
+namespace {
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return -1;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+// The upper of the two middle values for an even count: below a threshold only when more than
+// half the values are, so one slow link of a node's two pairs does not make the node slow.
+double upper_median_of(std::vector<double> values) {
+  if (values.empty()) return -1;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// The measured values of the pairs (a, b) that `keep` accepts.
+std::vector<double> measured(const PairMatrix& m, const std::function<bool(int, int)>& keep) {
+  std::vector<double> values;
+  for (size_t a = 0; a < m.size(); ++a)
+    for (size_t b = 0; b < m[a].size(); ++b)
+      if (a != b && m[a][b] >= 0 && keep(int(a), int(b))) values.push_back(m[a][b]);
+  return values;
+}
+
+// "3.6 MB/s" or "95 GB/s": a bandwidth a person reads at a glance.
+std::string rate_text(double gbps) {
+  char text[32];
+  if (gbps >= 1)
+    std::snprintf(text, sizeof text, "%.3g GB/s", gbps);
+  else
+    std::snprintf(text, sizeof text, "%.3g MB/s", gbps * 1e3);
+  return text;
+}
+
+std::string host_of(int node, const std::vector<std::string>& hosts) {
+  return size_t(node) < hosts.size() ? hosts[size_t(node)] : "node " + std::to_string(node);
+}
+
+}  // namespace
+
+PairJudgement judge_pairs(const PairMatrix& m, double flag_fraction, double fail_fraction) {
+  PairJudgement judgement;
+  const int n = int(m.size());
+  if (n < 3) {
+    judgement.note = std::to_string(n) +
+                     " node(s): no majority of pairs to compare a node against; nothing flagged "
+                     "(3 nodes or more are needed)";
+    return judgement;
+  }
+  std::vector<bool> flagged(size_t(n), false);
+  for (int node = 0; node < n; ++node) {
+    const double reference =
+        median_of(measured(m, [node](int a, int b) { return a != node && b != node; }));
+    if (reference <= 0) continue;
+    const std::pair<const char*, std::function<bool(int, int)>> directions[] = {
+        {"send", [node](int a, int) { return a == node; }},
+        {"receive", [node](int, int b) { return b == node; }}};
+    for (const auto& [name, mine] : directions) {
+      const double median = upper_median_of(measured(m, mine));
+      if (median < 0 || median >= flag_fraction * reference) continue;
+      judgement.nodes.push_back(
+          {node, name, median, reference, median < fail_fraction * reference});
+      flagged[size_t(node)] = true;
+    }
+  }
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b || m[size_t(a)][size_t(b)] < 0 || flagged[size_t(a)] || flagged[size_t(b)])
+        continue;
+      // The pairs of neither node; at 3 nodes there are none, so the pairs other than this one.
+      std::vector<double> others =
+          measured(m, [a, b](int x, int y) { return x != a && x != b && y != a && y != b; });
+      if (others.empty())
+        others = measured(m, [a, b](int x, int y) { return !(x == a && y == b); });
+      const double reference = median_of(others);
+      const double gbps = m[size_t(a)][size_t(b)];
+      if (reference > 0 && gbps < flag_fraction * reference)
+        judgement.links.push_back({a, b, gbps, reference, gbps < fail_fraction * reference});
+    }
+  return judgement;
+}
+
+std::string node_flag_reason(const NodeFlag& flag, const std::vector<std::string>& hosts) {
+  char percent[16];
+  std::snprintf(percent, sizeof percent, "%.0f%%", 100 * flag.median_gbps / flag.reference_gbps);
+  return host_of(flag.node, hosts) + ": median pair bandwidth " + rate_text(flag.median_gbps) +
+         " is " + percent + " of the fabric median " + rate_text(flag.reference_gbps) + " (" +
+         flag.direction + " direction)";
+}
+
+std::string link_flag_reason(const LinkFlag& flag, const std::vector<std::string>& hosts) {
+  char percent[16];
+  std::snprintf(percent, sizeof percent, "%.0f%%", 100 * flag.gbps / flag.reference_gbps);
+  return "link " + host_of(flag.from, hosts) + " -> " + host_of(flag.to, hosts) + ": " +
+         rate_text(flag.gbps) + " is " + percent + " of the median of the other pairs " +
+         rate_text(flag.reference_gbps) + "; both nodes are otherwise fine";
+}
+
+}  // namespace tp

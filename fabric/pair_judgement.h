@@ -1,0 +1,47 @@
+#pragma once
+// Naming the slow node or the slow link from a pairwise bandwidth matrix (docs/sweep.md,
+// "Reading the matrix"). A node is judged against the pairs that do not include it, never against
+// all pairs: at 3 nodes a slow node touches 4 of the 6 directed pairs and would drag the median
+// of all of them down with it.
+#include <string>
+#include <vector>
+
+namespace tp {
+
+// bandwidth[a][b]: GB/s from node a to node b, measured for that pair; a negative value (the
+// diagonal, or a pair not measured) takes no part.
+using PairMatrix = std::vector<std::vector<double>>;
+
+struct NodeFlag {
+  int node = 0;
+  std::string direction;      // "send" (its row) or "receive" (its column)
+  double median_gbps = 0;     // over its pairs in that direction (upper middle value)
+  double reference_gbps = 0;  // the median over the pairs that do not include it
+  bool fail = false;          // below fail_fraction of the reference, not only flag_fraction
+};
+
+struct LinkFlag {
+  int from = 0, to = 0;
+  double gbps = 0;
+  double reference_gbps = 0;  // the median over the pairs that include neither node
+  bool fail = false;
+};
+
+struct PairJudgement {
+  std::vector<NodeFlag> nodes;
+  std::vector<LinkFlag> links;  // slow pairs whose nodes are otherwise fine
+  std::string note;             // why nothing could be judged, or ""
+};
+
+// Flags a node whose median bandwidth in a direction (the upper middle value for an even count:
+// more than half its pairs must be slow, so one slow link does not make a node slow) is below
+// `flag_fraction` of the median over the pairs that do not include it, and a pair below
+// `flag_fraction` of the median over the pairs that include neither of its nodes when neither node
+// is flagged. Fewer than 3 nodes: a note, no flags (there is no majority to compare against).
+PairJudgement judge_pairs(const PairMatrix& bandwidth, double flag_fraction, double fail_fraction);
+
+// "vc-n3: median pair bandwidth 3.6 MB/s is 4% of the fabric median 95 MB/s (receive direction)"
+std::string node_flag_reason(const NodeFlag& flag, const std::vector<std::string>& hosts);
+std::string link_flag_reason(const LinkFlag& flag, const std::vector<std::string>& hosts);
+
+}  // namespace tp

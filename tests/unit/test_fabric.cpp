@@ -1,0 +1,150 @@
+// The sweep's bandwidth formulas, the pairwise schedule and the judgement of a pairwise matrix
+// (docs/sweep.md), checked against values worked out by hand.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "common/errors.h"
+#include "fabric/bus_bandwidth.h"
+#include "fabric/pair_judgement.h"
+#include "fabric/tournament.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using tp::SweepOp;
+
+TEST(BusBandwidth, FactorsMatchNcclTests) {
+  // 8 ranks: allreduce 2*7/8, the gathers and scatters 7/8, broadcast and sendrecv 1.
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allreduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allgather, 8), 0.875);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::reducescatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::alltoall, 8), 0.875);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::broadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::sendrecv, 8), 1.0);
+  // 3 ranks: 4/3 and 2/3.
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allreduce, 3), 4.0 / 3.0);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allgather, 3), 2.0 / 3.0);
+  // One rank: nothing crosses a link.
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allreduce, 1), 0.0);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::alltoall, 1), 0.0);
+}
+
+TEST(BusBandwidth, WorkedExample) {
+  // docs/sweep.md: 256 MiB allreduced by 8 ranks in 20 ms is 13.42 GB/s algbw, 23.49 busbw.
+  const uint64_t bytes = uint64_t(256) << 20;
+  EXPECT_NEAR(tp::algbw_gbps(bytes, 0.020), 13.4217728, 1e-9);
+  EXPECT_NEAR(tp::busbw_gbps(SweepOp::allreduce, 8, bytes, 0.020), 23.4881024, 1e-9);
+  EXPECT_EQ(tp::algbw_gbps(bytes, 0.0), 0.0);
+}
+
+TEST(BusBandwidth, OperationListsParseInTheSweepsOrder) {
+  EXPECT_EQ(tp::parse_sweep_ops("all", "sweep.ops"), tp::all_sweep_ops());
+  EXPECT_EQ(tp::parse_sweep_ops("sendrecv,allreduce,sendrecv", "sweep.ops"),
+            (std::vector<SweepOp>{SweepOp::allreduce, SweepOp::sendrecv}));
+  for (const SweepOp op : tp::all_sweep_ops())
+    EXPECT_EQ(tp::parse_sweep_op(tp::sweep_op_name(op)), op);
+  try {
+    tp::parse_sweep_ops("allreduce,gather", "sweep.ops");
+    ADD_FAILURE() << "an unknown operation must be refused";
+  } catch (const tp::UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("sweep.ops"));
+    EXPECT_THAT(e.what(), HasSubstr("'gather'"));
+  }
+  EXPECT_THROW(tp::parse_sweep_ops("", "sweep.ops"), tp::UsageError);
+}
+
+TEST(Tournament, EveryPairMeetsOnceInDisjointRounds) {
+  EXPECT_TRUE(tp::round_robin(1).empty());
+  for (int n = 2; n <= 9; ++n) {
+    const auto rounds = tp::round_robin(n);
+    EXPECT_EQ(int(rounds.size()), n % 2 == 0 ? n - 1 : n) << n << " nodes";
+    std::set<tp::NodePair> met;
+    for (const auto& round : rounds) {
+      std::set<int> busy;
+      EXPECT_EQ(int(round.size()), n / 2) << n << " nodes: one node sits out when n is odd";
+      for (const auto& [a, b] : round) {
+        EXPECT_LT(a, b);
+        EXPECT_TRUE(busy.insert(a).second && busy.insert(b).second) << "a node twice in a round";
+        EXPECT_TRUE(met.insert({a, b}).second) << a << "-" << b << " met twice, n=" << n;
+      }
+    }
+    EXPECT_EQ(int(met.size()), n * (n - 1) / 2) << n << " nodes: every pair exactly once";
+  }
+}
+
+// A full matrix of `gbps` between n nodes, the diagonal unmeasured.
+tp::PairMatrix uniform(int n, double gbps) {
+  tp::PairMatrix m(size_t(n), std::vector<double>(size_t(n), gbps));
+  for (int i = 0; i < n; ++i) m[size_t(i)][size_t(i)] = -1;
+  return m;
+}
+
+TEST(PairJudgement, AHealthyFabricFlagsNothing) {
+  for (int n = 3; n <= 6; ++n) {
+    tp::PairMatrix m = uniform(n, 10.0);
+    m[0][1] = 9.0;  // ordinary spread
+    const tp::PairJudgement j = tp::judge_pairs(m, 0.8, 0.5);
+    EXPECT_TRUE(j.nodes.empty()) << n;
+    EXPECT_TRUE(j.links.empty()) << n;
+    EXPECT_EQ(j.note, "");
+  }
+}
+
+TEST(PairJudgement, ANodeWhoseReceiveIsThrottledIsNamedWithItsDirection) {
+  for (int n = 3; n <= 5; ++n) {
+    tp::PairMatrix m = uniform(n, 0.095);
+    const int slow = n - 1;
+    for (int a = 0; a < slow; ++a) m[size_t(a)][size_t(slow)] = 0.0036;  // everyone -> slow
+    const tp::PairJudgement j = tp::judge_pairs(m, 0.8, 0.5);
+    ASSERT_EQ(j.nodes.size(), 1u) << n << " nodes";
+    EXPECT_EQ(j.nodes[0].node, slow);
+    EXPECT_EQ(j.nodes[0].direction, "receive");
+    EXPECT_TRUE(j.nodes[0].fail) << "4% is below the fail fraction";
+    EXPECT_TRUE(j.links.empty()) << "the slow node explains its slow pairs";
+    const std::vector<std::string> hosts = {"vc-n1", "vc-n2", "vc-n3", "vc-n4", "vc-n5"};
+    if (n == 3) {
+      EXPECT_EQ(tp::node_flag_reason(j.nodes[0], hosts),
+                "vc-n3: median pair bandwidth 3.6 MB/s is 4% of the fabric median 95 MB/s "
+                "(receive direction)");
+    }
+  }
+}
+
+TEST(PairJudgement, AThrottledNodeIsFlaggedInBothDirections) {
+  tp::PairMatrix m = uniform(4, 10.0);
+  for (int a = 0; a < 3; ++a) m[size_t(a)][3] = m[3][size_t(a)] = 6.0;  // 60%: flag, not fail
+  const tp::PairJudgement j = tp::judge_pairs(m, 0.8, 0.5);
+  ASSERT_EQ(j.nodes.size(), 2u);
+  EXPECT_EQ(j.nodes[0].node, 3);
+  EXPECT_EQ(j.nodes[0].direction, "send");
+  EXPECT_EQ(j.nodes[1].direction, "receive");
+  EXPECT_FALSE(j.nodes[0].fail);
+}
+
+TEST(PairJudgement, ASlowPairBetweenHealthyNodesIsABadLink) {
+  for (int n = 3; n <= 5; ++n) {
+    tp::PairMatrix m = uniform(n, 10.0);
+    m[0][1] = 2.0;  // one direction of one cable
+    const tp::PairJudgement j = tp::judge_pairs(m, 0.8, 0.5);
+    EXPECT_TRUE(j.nodes.empty()) << n << " nodes: one slow pair does not make a node slow";
+    ASSERT_EQ(j.links.size(), 1u) << n << " nodes";
+    EXPECT_EQ(j.links[0].from, 0);
+    EXPECT_EQ(j.links[0].to, 1);
+    EXPECT_TRUE(j.links[0].fail);
+    EXPECT_THAT(tp::link_flag_reason(j.links[0], {"a", "b", "c", "d", "e"}),
+                HasSubstr("link a -> b: 2 GB/s is 20%"));
+  }
+}
+
+TEST(PairJudgement, FewerThanThreeNodesAreNotJudged) {
+  tp::PairMatrix m = uniform(2, 10.0);
+  m[0][1] = 0.1;
+  const tp::PairJudgement j = tp::judge_pairs(m, 0.8, 0.5);
+  EXPECT_TRUE(j.nodes.empty());
+  EXPECT_TRUE(j.links.empty());
+  EXPECT_THAT(j.note, HasSubstr("3 nodes or more"));
+}
+
+}  // namespace
