@@ -283,8 +283,8 @@ int64_t CheckpointStore::newest_committed() const {
 void CheckpointStore::retain(int64_t newest) {
   // Only checkpoints up to the one just committed count: later steps left by an earlier, longer
   // run are not this run's to delete, and the new one must never be the one removed.
-  // Renamed here, so no longer counted as committed; deleted beside training, as unlinking a
-  // large file takes a filesystem about as long as a fraction of writing it.
+  // Renamed here, so no longer counted as committed, and deleted beside training: unlinking a
+  // large file costs a filesystem a fraction of the time writing it did, too long to stall for.
   size_t kept = 0;
   std::vector<std::string> doomed;
   for (const auto& [step, folder] : committed()) {

@@ -101,7 +101,7 @@ void CheckpointDriver::take_checkpoint(int64_t step, ComputeBackend& backend) {
   } else if (const TrainingState* resident = backend.host_resident_state(step)) {
     saves_.push_back(store_.save(*resident));
   } else {
-    // The host copy's memory is touched by the first save and reused by the rest.
+    // The host copy was touched when the loop was armed; every save reuses it.
     host_state_.step = step;
     backend.export_state(host_state_);
     saves_.push_back(store_.save(host_state_));
