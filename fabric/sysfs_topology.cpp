@@ -1,0 +1,138 @@
+#include "fabric/sysfs_topology.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace tp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The first line of a sysfs attribute, trimmed; "" when it cannot be read.
+std::string attribute(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r'))
+    line.pop_back();
+  return line;
+}
+
+long long number(const fs::path& file) {
+  const std::string text = attribute(file);
+  try {
+    size_t used = 0;
+    const long long value = std::stoll(text, &used, 0);
+    return used == text.size() ? value : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// The entries of a folder, sorted by name; none when it cannot be listed.
+std::vector<fs::path> entries(const fs::path& folder) {
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+    found.push_back(it->path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::string pci_kind(const fs::path& device) {
+  const long long pci_class = number(device / "class");
+  if (pci_class < 0) return "";
+  switch (pci_class >> 16) {
+    case 0x02:
+      return "network";
+    case 0x03:
+      return "gpu";
+    default:
+      return "";
+  }
+}
+
+// "16.0 GT/s PCIe" as 16.0; -1 for "Unknown" or "".
+double transfer_rate(const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  return end == text.c_str() ? -1 : value;
+}
+
+}  // namespace
+
+std::vector<NicFacts> read_nics(const std::string& sysfs_root) {
+  std::vector<NicFacts> nics;
+  for (const fs::path& dir : entries(fs::path(sysfs_root) / "class" / "net")) {
+    NicFacts nic;
+    nic.name = dir.filename().string();
+    if (nic.name == "lo") continue;
+    nic.state = attribute(dir / "operstate");
+    nic.mtu = number(dir / "mtu");
+    nic.speed_mbps = number(dir / "speed");
+    if (nic.speed_mbps <= 0) nic.speed_mbps = -1;  // -1 or 0: down, or a virtual interface
+    std::error_code ec;
+    const fs::path device = fs::canonical(dir / "device", ec);
+    if (!ec) {
+      nic.pci_address = device.filename().string();
+      nic.numa_node = number(device / "numa_node");
+    }
+    nics.push_back(nic);
+  }
+  return nics;
+}
+
+std::vector<IbPortFacts> read_ib_ports(const std::string& sysfs_root) {
+  std::vector<IbPortFacts> ports;
+  for (const fs::path& device : entries(fs::path(sysfs_root) / "class" / "infiniband"))
+    for (const fs::path& port : entries(device / "ports"))
+      ports.push_back({device.filename().string(), port.filename().string(),
+                       attribute(port / "rate"), attribute(port / "state")});
+  return ports;
+}
+
+std::vector<PcieLinkFacts> read_pcie_links(const std::string& sysfs_root) {
+  std::vector<PcieLinkFacts> links;
+  for (const fs::path& device : entries(fs::path(sysfs_root) / "bus" / "pci" / "devices")) {
+    const std::string kind = pci_kind(device);
+    if (kind.empty()) continue;
+    PcieLinkFacts link;
+    link.address = device.filename().string();
+    link.kind = kind;
+    link.current_speed = attribute(device / "current_link_speed");
+    link.max_speed = attribute(device / "max_link_speed");
+    link.current_width = number(device / "current_link_width");
+    link.max_width = number(device / "max_link_width");
+    links.push_back(link);
+  }
+  return links;
+}
+
+std::vector<std::string> degraded_links(const std::vector<PcieLinkFacts>& links,
+                                        bool compare_speed) {
+  std::vector<std::string> found;
+  for (const PcieLinkFacts& link : links) {
+    const bool narrow =
+        link.current_width > 0 && link.max_width > 0 && link.current_width < link.max_width;
+    const double current = transfer_rate(link.current_speed), max = transfer_rate(link.max_speed);
+    const bool slow = compare_speed && current > 0 && max > 0 && current < max;
+    if (!narrow && !slow) continue;
+    const std::string width = std::to_string(link.current_width);
+    const std::string max_width = std::to_string(link.max_width);
+    std::string what = link.address;
+    what.append(" (").append(link.kind).append("): PCIe link trained to ");
+    if (narrow)
+      what.append("x").append(width).append(", capable of x").append(max_width);
+    else
+      what.append(link.current_speed).append(", capable of ").append(link.max_speed);
+    if (narrow && slow)
+      what.append("; speed ").append(link.current_speed).append(" of ").append(link.max_speed);
+    found.push_back(what);
+  }
+  return found;
+}
+
+}  // namespace tp
