@@ -7,45 +7,45 @@
 
 namespace tp {
 
-const std::vector<SweepOp>& all_sweep_ops() {
-  static const std::vector<SweepOp> ops = {SweepOp::allreduce,     SweepOp::allgather,
-                                           SweepOp::reducescatter, SweepOp::broadcast,
-                                           SweepOp::alltoall,      SweepOp::sendrecv};
+const std::vector<CollectiveOp>& all_sweep_ops() {
+  static const std::vector<CollectiveOp> ops = {
+      CollectiveOp::allreduce, CollectiveOp::allgather, CollectiveOp::reducescatter,
+      CollectiveOp::broadcast, CollectiveOp::alltoall,  CollectiveOp::sendrecv};
   return ops;
 }
 
-std::string sweep_op_name(SweepOp op) {
+std::string sweep_op_name(CollectiveOp op) {
   switch (op) {
-    case SweepOp::allreduce:
+    case CollectiveOp::allreduce:
       return "allreduce";
-    case SweepOp::allgather:
+    case CollectiveOp::allgather:
       return "allgather";
-    case SweepOp::reducescatter:
+    case CollectiveOp::reducescatter:
       return "reducescatter";
-    case SweepOp::broadcast:
+    case CollectiveOp::broadcast:
       return "broadcast";
-    case SweepOp::alltoall:
+    case CollectiveOp::alltoall:
       return "alltoall";
-    case SweepOp::sendrecv:
+    case CollectiveOp::sendrecv:
       return "sendrecv";
   }
   return "unknown";
 }
 
-std::optional<SweepOp> parse_sweep_op(const std::string& name) {
-  for (const SweepOp op : all_sweep_ops())
+std::optional<CollectiveOp> parse_sweep_op(const std::string& name) {
+  for (const CollectiveOp op : all_sweep_ops())
     if (sweep_op_name(op) == name) return op;
   return std::nullopt;
 }
 
-std::vector<SweepOp> parse_sweep_ops(const std::string& list, const std::string& option) {
+std::vector<CollectiveOp> parse_sweep_ops(const std::string& list, const std::string& option) {
   if (list == "all") return all_sweep_ops();
   std::vector<bool> wanted(all_sweep_ops().size(), false);
   std::stringstream words(list);
   std::string word;
   bool any = false;
   while (std::getline(words, word, ',')) {
-    const std::optional<SweepOp> op = parse_sweep_op(word);
+    const std::optional<CollectiveOp> op = parse_sweep_op(word);
     if (!op)
       throw UsageError(option + ": unknown operation '" + word +
                        "' (allreduce, allgather, reducescatter, broadcast, alltoall, sendrecv, "
@@ -54,23 +54,23 @@ std::vector<SweepOp> parse_sweep_ops(const std::string& list, const std::string&
     any = true;
   }
   if (!any) throw UsageError(option + ": no operation given (a comma list, or all)");
-  std::vector<SweepOp> ops;
-  for (const SweepOp op : all_sweep_ops())
+  std::vector<CollectiveOp> ops;
+  for (const CollectiveOp op : all_sweep_ops())
     if (wanted[size_t(op)]) ops.push_back(op);
   return ops;
 }
 
-double busbw_factor(SweepOp op, int ranks) {
+double busbw_factor(CollectiveOp op, int ranks) {
   const double n = std::max(ranks, 1);
   switch (op) {
-    case SweepOp::allreduce:
+    case CollectiveOp::allreduce:
       return 2.0 * (n - 1) / n;
-    case SweepOp::allgather:
-    case SweepOp::reducescatter:
-    case SweepOp::alltoall:
+    case CollectiveOp::allgather:
+    case CollectiveOp::reducescatter:
+    case CollectiveOp::alltoall:
       return (n - 1) / n;
-    case SweepOp::broadcast:
-    case SweepOp::sendrecv:
+    case CollectiveOp::broadcast:
+    case CollectiveOp::sendrecv:
       return 1.0;
   }
   return 0.0;
@@ -80,7 +80,7 @@ double algbw_gbps(uint64_t bytes, double seconds) {
   return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0;
 }
 
-double busbw_gbps(SweepOp op, int ranks, uint64_t bytes, double seconds) {
+double busbw_gbps(CollectiveOp op, int ranks, uint64_t bytes, double seconds) {
   return algbw_gbps(bytes, seconds) * busbw_factor(op, ranks);
 }
 

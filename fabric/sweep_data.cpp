@@ -10,15 +10,15 @@ namespace tp {
 namespace {
 
 // Exact integers: bf16 has 8 significant bits, fp16 11, fp32 24; int32 is kept far from overflow.
-int64_t exact_limit(SweepType type) {
+int64_t exact_limit(ElementType type) {
   switch (type) {
-    case SweepType::bf16:
+    case ElementType::bf16:
       return 256;
-    case SweepType::f16:
+    case ElementType::f16:
       return 2048;
-    case SweepType::f32:
+    case ElementType::f32:
       return int64_t(1) << 24;
-    case SweepType::i32:
+    case ElementType::i32:
       return int64_t(1) << 30;
   }
   return 256;
@@ -59,116 +59,118 @@ int64_t from_f16(uint16_t bits) {
 
 }  // namespace
 
-std::string sweep_type_name(SweepType type) {
+std::string sweep_type_name(ElementType type) {
   switch (type) {
-    case SweepType::f32:
+    case ElementType::f32:
       return "float32";
-    case SweepType::i32:
+    case ElementType::i32:
       return "int32";
-    case SweepType::bf16:
+    case ElementType::bf16:
       return "bf16";
-    case SweepType::f16:
+    case ElementType::f16:
       return "fp16";
   }
   return "unknown";
 }
 
-size_t sweep_type_bytes(SweepType type) {
-  return type == SweepType::f32 || type == SweepType::i32 ? 4 : 2;
+size_t sweep_type_bytes(ElementType type) {
+  return type == ElementType::f32 || type == ElementType::i32 ? 4 : 2;
 }
 
-int64_t largest_input(SweepType type, int ranks) {
+int64_t largest_input(ElementType type, int ranks) {
   return std::clamp<int64_t>(exact_limit(type) / std::max(ranks, 1), 1, 1000);
 }
 
-int64_t input_value(SweepType type, int ranks, int rank, uint64_t index) {
+int64_t input_value(ElementType type, int ranks, int rank, uint64_t index) {
   // Varies with both the rank and the index, so a block sent to the wrong place is caught.
   const uint64_t mix = uint64_t(rank) * 7919 + index * 104729 + (index >> 7);
   return int64_t(mix % uint64_t(largest_input(type, ranks) + 1));
 }
 
-std::vector<unsigned char> encode(SweepType type, const std::vector<int64_t>& values) {
+std::vector<unsigned char> encode(ElementType type, const std::vector<int64_t>& values) {
   std::vector<unsigned char> bytes(values.size() * sweep_type_bytes(type));
   for (size_t i = 0; i < values.size(); ++i) {
     unsigned char* at = bytes.data() + i * sweep_type_bytes(type);
-    if (type == SweepType::f32) {
+    if (type == ElementType::f32) {
       const float f = float(values[i]);
       std::memcpy(at, &f, sizeof f);
-    } else if (type == SweepType::i32) {
+    } else if (type == ElementType::i32) {
       const int32_t v = int32_t(values[i]);
       std::memcpy(at, &v, sizeof v);
     } else {
-      const uint16_t bits = type == SweepType::bf16 ? bf16_bits(values[i]) : f16_bits(values[i]);
+      const uint16_t bits = type == ElementType::bf16 ? bf16_bits(values[i]) : f16_bits(values[i]);
       std::memcpy(at, &bits, sizeof bits);
     }
   }
   return bytes;
 }
 
-int64_t decode_element(SweepType type, const unsigned char* element) {
-  if (type == SweepType::f32) {
+int64_t decode_element(ElementType type, const unsigned char* element) {
+  if (type == ElementType::f32) {
     float f = 0;
     std::memcpy(&f, element, sizeof f);
     return std::isfinite(f) && f == std::floor(f) ? int64_t(f) : INT64_MIN;
   }
-  if (type == SweepType::i32) {
+  if (type == ElementType::i32) {
     int32_t v = 0;
     std::memcpy(&v, element, sizeof v);
     return v;
   }
   uint16_t bits = 0;
   std::memcpy(&bits, element, sizeof bits);
-  return type == SweepType::bf16 ? from_bf16(bits) : from_f16(bits);
+  return type == ElementType::bf16 ? from_bf16(bits) : from_f16(bits);
 }
 
-RowShape row_shape(SweepOp op, int ranks, uint64_t count) {
+RowShape row_shape(CollectiveOp op, int ranks, uint64_t count) {
   const uint64_t n = uint64_t(std::max(ranks, 1));
-  const bool divided =
-      op == SweepOp::allgather || op == SweepOp::reducescatter || op == SweepOp::alltoall;
+  const bool divided = op == CollectiveOp::allgather || op == CollectiveOp::reducescatter ||
+                       op == CollectiveOp::alltoall;
   if (divided && count % n != 0)
     throw UsageError(sweep_op_name(op) + " of " + std::to_string(count) +
                      " elements: the count must be a multiple of the " + std::to_string(n) +
                      " ranks");
   switch (op) {
-    case SweepOp::allgather:
+    case CollectiveOp::allgather:
       return {count / n, count};
-    case SweepOp::reducescatter:
+    case CollectiveOp::reducescatter:
       return {count, count / n};
     default:
       return {count, count};
   }
 }
 
-std::vector<int64_t> row_input(SweepOp op, SweepType type, int ranks, int rank, uint64_t count) {
+std::vector<int64_t> row_input(CollectiveOp op, ElementType type, int ranks, int rank,
+                               uint64_t count) {
   const RowShape shape = row_shape(op, ranks, count);
   std::vector<int64_t> values(shape.send_count);
   for (uint64_t i = 0; i < values.size(); ++i) values[i] = input_value(type, ranks, rank, i);
   return values;
 }
 
-std::vector<int64_t> row_expected(SweepOp op, SweepType type, int ranks, int rank, uint64_t count) {
+std::vector<int64_t> row_expected(CollectiveOp op, ElementType type, int ranks, int rank,
+                                  uint64_t count) {
   const RowShape shape = row_shape(op, ranks, count);
   const auto in = [&](int from, uint64_t i) { return input_value(type, ranks, from, i); };
   std::vector<int64_t> out(shape.recv_count, 0);
   const uint64_t block = count / uint64_t(std::max(ranks, 1));
   for (uint64_t i = 0; i < out.size(); ++i) {
     switch (op) {
-      case SweepOp::allreduce:
+      case CollectiveOp::allreduce:
         for (int r = 0; r < ranks; ++r) out[i] += in(r, i);
         break;
-      case SweepOp::reducescatter:
+      case CollectiveOp::reducescatter:
         for (int r = 0; r < ranks; ++r) out[i] += in(r, uint64_t(rank) * block + i);
         break;
-      case SweepOp::allgather:
+      case CollectiveOp::allgather:
         out[i] = in(int(i / block), i % block);
         break;
-      case SweepOp::alltoall:
+      case CollectiveOp::alltoall:
         out[i] = in(int(i / block), uint64_t(rank) * block + i % block);
         break;
-      case SweepOp::broadcast:
+      case CollectiveOp::broadcast:
         out[i] = in(0, i);
         break;
-      case SweepOp::sendrecv:
+      case CollectiveOp::sendrecv:
         out[i] = in((rank + ranks - 1) % ranks, i);
         break;
     }
@@ -176,7 +178,7 @@ std::vector<int64_t> row_expected(SweepOp op, SweepType type, int ranks, int ran
   return out;
 }
 
-uint64_t count_wrong(SweepType type, const unsigned char* received,
+uint64_t count_wrong(ElementType type, const unsigned char* received,
                      const std::vector<int64_t>& expected) {
   uint64_t wrong = 0;
   const size_t width = sweep_type_bytes(type);

@@ -13,19 +13,17 @@
 
 namespace tp {
 
-enum class SweepType { f32, i32, bf16, f16 };
-
-std::string sweep_type_name(SweepType type);  // "float32", "int32", "bf16", "fp16"
-size_t sweep_type_bytes(SweepType type);
+std::string sweep_type_name(ElementType type);  // "float32", "int32", "bf16", "fp16"
+size_t sweep_type_bytes(ElementType type);
 
 // The largest input value for `ranks` ranks in `type`: every sum of `ranks` inputs is exact.
-int64_t largest_input(SweepType type, int ranks);
+int64_t largest_input(ElementType type, int ranks);
 // The input of `rank` at element `index`, in [0, largest_input].
-int64_t input_value(SweepType type, int ranks, int rank, uint64_t index);
+int64_t input_value(ElementType type, int ranks, int rank, uint64_t index);
 
 // `values` small integers as the element type's bytes, and back (exact for these integers).
-std::vector<unsigned char> encode(SweepType type, const std::vector<int64_t>& values);
-int64_t decode_element(SweepType type, const unsigned char* element);
+std::vector<unsigned char> encode(ElementType type, const std::vector<int64_t>& values);
+int64_t decode_element(ElementType type, const unsigned char* element);
 
 // Element counts of one row: what each rank sends and receives. `count` is the row's element
 // count as the table prints it (nccl-tests' convention: the whole buffer for allreduce,
@@ -35,15 +33,17 @@ struct RowShape {
   uint64_t send_count = 0;
   uint64_t recv_count = 0;
 };
-RowShape row_shape(SweepOp op, int ranks, uint64_t count);
+RowShape row_shape(CollectiveOp op, int ranks, uint64_t count);
 
 // This rank's input for the row, and the output it must receive (broadcast's root is rank 0;
 // sendrecv sends to rank + 1 and receives from rank - 1).
-std::vector<int64_t> row_input(SweepOp op, SweepType type, int ranks, int rank, uint64_t count);
-std::vector<int64_t> row_expected(SweepOp op, SweepType type, int ranks, int rank, uint64_t count);
+std::vector<int64_t> row_input(CollectiveOp op, ElementType type, int ranks, int rank,
+                               uint64_t count);
+std::vector<int64_t> row_expected(CollectiveOp op, ElementType type, int ranks, int rank,
+                                  uint64_t count);
 
 // Elements of `received` (recv_count elements of `type`) that differ from `expected`.
-uint64_t count_wrong(SweepType type, const unsigned char* received,
+uint64_t count_wrong(ElementType type, const unsigned char* received,
                      const std::vector<int64_t>& expected);
 
 }  // namespace tp

@@ -43,6 +43,25 @@ class HostStagedCollective final : public Collective {
                               compute_.stream()));
   }
   double take_comm_seconds() override { return inner_->take_comm_seconds(); }
+
+  // The sweep's operations work on the inner collective's own (host) memory: nothing to stage.
+  int group_rank() const override { return inner_->group_rank(); }
+  int group_size() const override { return inner_->group_size(); }
+  std::string cannot_run(CollectiveOp op, ElementType type, bool in_place) const override {
+    return inner_->cannot_run(op, type, in_place);
+  }
+  std::shared_ptr<void> allocate(size_t bytes) override { return inner_->allocate(bytes); }
+  void copy_in(void* buffer, const void* host, size_t bytes) override {
+    inner_->copy_in(buffer, host, bytes);
+  }
+  void copy_out(void* host, const void* buffer, size_t bytes) override {
+    inner_->copy_out(host, buffer, bytes);
+  }
+  const void* run(const CollectiveCall& call) override { return inner_->run(call); }
+  void synchronize() override { inner_->synchronize(); }
+  std::unique_ptr<Collective> split(int color, int key) override {
+    return inner_->split(color, key);
+  }
   std::string timing_method(bool overlap) const override {
     return inner_->timing_method(overlap) +
            "; device gradients are staged through pinned host memory, and the copies count in "

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
 #include "mpi/check.h"
 #include "mpi/collective.h"
+#include "mpi/mpi_operations.h"
 #include "mpi/world.h"
 
 namespace tp {
@@ -16,10 +19,12 @@ namespace {
 
 class MpiCollective final : public Collective {
  public:
-  MpiCollective(const World& world, bool sleep_while_waiting)
-      : sleep_while_waiting_(sleep_while_waiting) {
-    mpiCheck(MPI_Comm_dup(world.comm, &comm_));
+  // Takes ownership of `comm`.
+  MpiCollective(MPI_Comm comm, bool sleep_while_waiting)
+      : sleep_while_waiting_(sleep_while_waiting), comm_(comm) {
     mpiCheck(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
   }
   ~MpiCollective() override {
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -73,6 +78,35 @@ class MpiCollective final : public Collective {
     return total;
   }
 
+  int group_rank() const override { return rank_; }
+  int group_size() const override { return size_; }
+  std::string cannot_run(CollectiveOp op, ElementType type, bool in_place) const override {
+    return mpi_cannot_run(op, type, in_place);
+  }
+  std::shared_ptr<void> allocate(size_t bytes) override {
+    // Page-aligned, as a transport registering the buffer would want it.
+    void* memory = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    if (!memory) throw RuntimeError("cannot allocate " + std::to_string(bytes) + " bytes");
+    return std::shared_ptr<void>(memory, std::free);
+  }
+  void copy_in(void* buffer, const void* host, size_t bytes) override {
+    std::memcpy(buffer, host, bytes);
+  }
+  void copy_out(void* host, const void* buffer, size_t bytes) override {
+    std::memcpy(host, buffer, bytes);
+  }
+  const void* run(const CollectiveCall& call) override {
+    if (const std::string problem = invalid_call(call, size_); !problem.empty())
+      throw RuntimeError("invalid collective call: " + problem);
+    return run_mpi_operation(comm_, call);
+  }
+  void synchronize() override {}  // every MPI operation here is blocking
+  std::unique_ptr<Collective> split(int color, int key) override {
+    MPI_Comm group = MPI_COMM_NULL;
+    mpiCheck(MPI_Comm_split(comm_, color, key, &group));
+    return std::make_unique<MpiCollective>(group, sleep_while_waiting_);
+  }
+
   std::string timing_method(bool overlap) const override {
     std::string method =
         overlap ? "MPI_Iallreduce buckets: first post to last completion, completion observed "
@@ -115,6 +149,7 @@ class MpiCollective final : public Collective {
 
   const bool sleep_while_waiting_;
   MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
   std::vector<MPI_Request> pending_;
   // Non-blocking buckets overlap one another, so they are timed as one span (first post to last
   // completion) rather than summed; blocking calls are summed.
@@ -124,7 +159,9 @@ class MpiCollective final : public Collective {
 }  // namespace
 
 std::unique_ptr<Collective> make_mpi_collective(const World& world, bool sleep_while_waiting) {
-  return std::make_unique<MpiCollective>(world, sleep_while_waiting);
+  MPI_Comm comm = MPI_COMM_NULL;
+  mpiCheck(MPI_Comm_dup(world.comm, &comm));
+  return std::make_unique<MpiCollective>(comm, sleep_while_waiting);
 }
 
 }  // namespace tp

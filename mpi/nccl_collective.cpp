@@ -15,6 +15,7 @@
 #include "mpi/check.h"
 #include "mpi/collective.h"
 #include "mpi/gpu_collectives.h"
+#include "mpi/nccl_operations.h"
 #include "mpi/world.h"
 
 namespace tp {
@@ -43,10 +44,16 @@ class NcclCollective final : public Collective {
       throw_nccl(r, "ncclCommInitRankConfig");
     }
     wait_ready("ncclCommInitRankConfig (communicator set-up)");
-    cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    cudaCheck(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
-    cudaCheck(cudaEventCreate(&first_start_));
-    cudaCheck(cudaEventCreate(&last_end_));
+    create_stream_and_events();
+  }
+
+  // A group split from a parent's communicator (`comm` may still be in progress).
+  NcclCollective(ncclComm_t comm, DeviceStream& compute, double timeout_s,
+                 std::function<std::string(const std::string&)> on_timeout)
+      : compute_(compute), timeout_s_(timeout_s), on_timeout_(std::move(on_timeout)), comm_(comm) {
+    cudaCheck(cudaSetDevice(compute.device_index()));
+    wait_ready("ncclCommSplit (group set-up)");
+    create_stream_and_events();
   }
 
   ~NcclCollective() override {
@@ -121,7 +128,62 @@ class NcclCollective final : public Collective {
     return "CUDA events on the NCCL stream: the first bucket's start to the last bucket's end";
   }
 
+  int group_rank() const override { return rank_; }
+  int group_size() const override { return size_; }
+  std::string cannot_run(CollectiveOp op, ElementType type, bool in_place) const override {
+    return nccl_cannot_run(op, type, in_place);
+  }
+  std::shared_ptr<void> allocate(size_t bytes) override {
+    void* memory = nullptr;
+    cudaCheck(cudaMalloc(&memory, bytes > 0 ? bytes : 1));
+    return std::shared_ptr<void>(memory, [](void* p) { cudaFree(p); });
+  }
+  void copy_in(void* buffer, const void* host, size_t bytes) override {
+    cudaCheck(cudaMemcpy(buffer, host, bytes, cudaMemcpyHostToDevice));
+  }
+  void copy_out(void* host, const void* buffer, size_t bytes) override {
+    cudaCheck(cudaMemcpy(host, buffer, bytes, cudaMemcpyDeviceToHost));
+  }
+  const void* run(const CollectiveCall& call) override {
+    if (const std::string problem = invalid_call(call, size_); !problem.empty())
+      throw RuntimeError("invalid collective call: " + problem);
+    const void* result = call.recv;
+    const ncclResult_t r = enqueue_nccl_operation(comm_, stream_, rank_, size_, call, &result);
+    if (r != ncclSuccess && r != ncclInProgress) fail(r, "NCCL sweep operation");
+    wait_ready("NCCL sweep operation (enqueue)");
+    return result;
+  }
+  void synchronize() override {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+    for (;;) {
+      const cudaError_t done = cudaStreamQuery(stream_);
+      if (done == cudaSuccess) return;
+      if (done != cudaErrorNotReady) cudaCheck(done);
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state != ncclSuccess && state != ncclInProgress) fail(state, "NCCL sweep operation");
+      if (Clock::now() > deadline) abort_after("NCCL sweep operation");
+      std::this_thread::yield();
+    }
+  }
+  std::unique_ptr<Collective> split(int color, int key) override {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t group = nullptr;
+    const ncclResult_t r = ncclCommSplit(comm_, color, key, &group, &config);
+    if (r != ncclSuccess && r != ncclInProgress) fail(r, "ncclCommSplit");
+    return std::make_unique<NcclCollective>(group, compute_, timeout_s_, on_timeout_);
+  }
+
  private:
+  void create_stream_and_events() {
+    check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
+    check(ncclCommCount(comm_, &size_), "ncclCommCount");
+    cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    cudaCheck(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreate(&first_start_));
+    cudaCheck(cudaEventCreate(&last_end_));
+  }
   void check(ncclResult_t r, const char* what) {
     if (r != ncclSuccess) throw_nccl(r, what);
   }
@@ -160,6 +222,7 @@ class NcclCollective final : public Collective {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr, first_start_ = nullptr, last_end_ = nullptr;
+  int rank_ = 0, size_ = 1;
   bool pending_ = false, span_open_ = false, aborted_ = false;
 };
 

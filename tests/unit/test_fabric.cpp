@@ -13,37 +13,37 @@
 namespace {
 
 using ::testing::HasSubstr;
-using tp::SweepOp;
+using tp::CollectiveOp;
 
 TEST(BusBandwidth, FactorsMatchNcclTests) {
   // 8 ranks: allreduce 2*7/8, the gathers and scatters 7/8, broadcast and sendrecv 1.
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allreduce, 8), 1.75);
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allgather, 8), 0.875);
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::reducescatter, 8), 0.875);
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::alltoall, 8), 0.875);
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::broadcast, 8), 1.0);
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::sendrecv, 8), 1.0);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::allreduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::allgather, 8), 0.875);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::reducescatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::alltoall, 8), 0.875);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::broadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::sendrecv, 8), 1.0);
   // 3 ranks: 4/3 and 2/3.
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allreduce, 3), 4.0 / 3.0);
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allgather, 3), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::allreduce, 3), 4.0 / 3.0);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::allgather, 3), 2.0 / 3.0);
   // One rank: nothing crosses a link.
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::allreduce, 1), 0.0);
-  EXPECT_DOUBLE_EQ(tp::busbw_factor(SweepOp::alltoall, 1), 0.0);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::allreduce, 1), 0.0);
+  EXPECT_DOUBLE_EQ(tp::busbw_factor(CollectiveOp::alltoall, 1), 0.0);
 }
 
 TEST(BusBandwidth, WorkedExample) {
   // docs/sweep.md: 256 MiB allreduced by 8 ranks in 20 ms is 13.42 GB/s algbw, 23.49 busbw.
   const uint64_t bytes = uint64_t(256) << 20;
   EXPECT_NEAR(tp::algbw_gbps(bytes, 0.020), 13.4217728, 1e-9);
-  EXPECT_NEAR(tp::busbw_gbps(SweepOp::allreduce, 8, bytes, 0.020), 23.4881024, 1e-9);
+  EXPECT_NEAR(tp::busbw_gbps(CollectiveOp::allreduce, 8, bytes, 0.020), 23.4881024, 1e-9);
   EXPECT_EQ(tp::algbw_gbps(bytes, 0.0), 0.0);
 }
 
 TEST(BusBandwidth, OperationListsParseInTheSweepsOrder) {
   EXPECT_EQ(tp::parse_sweep_ops("all", "sweep.ops"), tp::all_sweep_ops());
   EXPECT_EQ(tp::parse_sweep_ops("sendrecv,allreduce,sendrecv", "sweep.ops"),
-            (std::vector<SweepOp>{SweepOp::allreduce, SweepOp::sendrecv}));
-  for (const SweepOp op : tp::all_sweep_ops())
+            (std::vector<CollectiveOp>{CollectiveOp::allreduce, CollectiveOp::sendrecv}));
+  for (const CollectiveOp op : tp::all_sweep_ops())
     EXPECT_EQ(tp::parse_sweep_op(tp::sweep_op_name(op)), op);
   try {
     tp::parse_sweep_ops("allreduce,gather", "sweep.ops");

@@ -10,13 +10,13 @@
 
 namespace {
 
-using tp::SweepOp;
-using tp::SweepType;
+using tp::CollectiveOp;
+using tp::ElementType;
 using Buffer = std::vector<unsigned char>;
 
 // What each rank receives when every rank's `inputs` go through `op`, done element by element on
 // the encoded bytes (a reduction decodes, adds and encodes again).
-std::vector<Buffer> carry_out(SweepOp op, SweepType type, const std::vector<Buffer>& inputs,
+std::vector<Buffer> carry_out(CollectiveOp op, ElementType type, const std::vector<Buffer>& inputs,
                               uint64_t count) {
   const int n = int(inputs.size());
   const size_t w = tp::sweep_type_bytes(type);
@@ -32,30 +32,30 @@ std::vector<Buffer> carry_out(SweepOp op, SweepType type, const std::vector<Buff
     Buffer& mine = out[size_t(r)];
     const auto append = [&](const unsigned char* at) { mine.insert(mine.end(), at, at + w); };
     switch (op) {
-      case SweepOp::allreduce:
+      case CollectiveOp::allreduce:
         for (uint64_t i = 0; i < count; ++i) {
           const Buffer s = sum_at(i);
           mine.insert(mine.end(), s.begin(), s.end());
         }
         break;
-      case SweepOp::reducescatter:
+      case CollectiveOp::reducescatter:
         for (uint64_t i = 0; i < block; ++i) {
           const Buffer s = sum_at(uint64_t(r) * block + i);
           mine.insert(mine.end(), s.begin(), s.end());
         }
         break;
-      case SweepOp::allgather:
+      case CollectiveOp::allgather:
         for (int from = 0; from < n; ++from)
           for (uint64_t i = 0; i < block; ++i) append(element(from, i));
         break;
-      case SweepOp::alltoall:
+      case CollectiveOp::alltoall:
         for (int from = 0; from < n; ++from)
           for (uint64_t i = 0; i < block; ++i) append(element(from, uint64_t(r) * block + i));
         break;
-      case SweepOp::broadcast:
+      case CollectiveOp::broadcast:
         mine = inputs[0];
         break;
-      case SweepOp::sendrecv:
+      case CollectiveOp::sendrecv:
         mine = inputs[size_t((r + n - 1) % n)];
         break;
     }
@@ -64,9 +64,10 @@ std::vector<Buffer> carry_out(SweepOp op, SweepType type, const std::vector<Buff
 }
 
 TEST(SweepData, EveryRankReceivesWhatItExpectsForEveryOpTypeAndRankCount) {
-  for (const SweepType type : {SweepType::f32, SweepType::i32, SweepType::bf16, SweepType::f16})
+  for (const ElementType type :
+       {ElementType::f32, ElementType::i32, ElementType::bf16, ElementType::f16})
     for (const int n : {1, 2, 3, 4, 8, 16})
-      for (const SweepOp op : tp::all_sweep_ops()) {
+      for (const CollectiveOp op : tp::all_sweep_ops()) {
         const uint64_t count = uint64_t(n) * 48;
         std::vector<Buffer> inputs;
         for (int r = 0; r < n; ++r)
@@ -83,39 +84,41 @@ TEST(SweepData, EveryRankReceivesWhatItExpectsForEveryOpTypeAndRankCount) {
 }
 
 TEST(SweepData, AWrongElementIsCountedAndAMisplacedBlockToo) {
-  const SweepType type = SweepType::bf16;
+  const ElementType type = ElementType::bf16;
   const int n = 4;
   const uint64_t count = 64;
   std::vector<Buffer> inputs;
   for (int r = 0; r < n; ++r)
-    inputs.push_back(tp::encode(type, tp::row_input(SweepOp::allgather, type, n, r, count)));
-  std::vector<Buffer> received = carry_out(SweepOp::allgather, type, inputs, count);
-  const auto expected = tp::row_expected(SweepOp::allgather, type, n, 2, count);
+    inputs.push_back(tp::encode(type, tp::row_input(CollectiveOp::allgather, type, n, r, count)));
+  std::vector<Buffer> received = carry_out(CollectiveOp::allgather, type, inputs, count);
+  const auto expected = tp::row_expected(CollectiveOp::allgather, type, n, 2, count);
   received[2][10 * 2] ^= 0x01;  // one element's lowest bit
   EXPECT_EQ(tp::count_wrong(type, received[2].data(), expected), 1u);
   // Rank 1's block where rank 0's belongs: the inputs differ by rank, so it is caught.
-  Buffer swapped = carry_out(SweepOp::allgather, type, inputs, count)[2];
+  Buffer swapped = carry_out(CollectiveOp::allgather, type, inputs, count)[2];
   std::copy(swapped.begin() + 16 * 2, swapped.begin() + 32 * 2, swapped.begin());
   EXPECT_GT(tp::count_wrong(type, swapped.data(), expected), 0u);
 }
 
 TEST(SweepData, SumsStayExactInSixteenBits) {
   for (const int n : {1, 2, 8, 64, 256}) {
-    EXPECT_LE(n * tp::largest_input(SweepType::bf16, n), 256) << n;
-    EXPECT_LE(n * tp::largest_input(SweepType::f16, n), 2048) << n;
+    EXPECT_LE(n * tp::largest_input(ElementType::bf16, n), 256) << n;
+    EXPECT_LE(n * tp::largest_input(ElementType::f16, n), 2048) << n;
     for (int64_t v = 0; v <= 256; ++v) {
-      EXPECT_EQ(tp::decode_element(SweepType::bf16, tp::encode(SweepType::bf16, {v}).data()), v);
-      EXPECT_EQ(tp::decode_element(SweepType::f16, tp::encode(SweepType::f16, {v}).data()), v);
+      EXPECT_EQ(tp::decode_element(ElementType::bf16, tp::encode(ElementType::bf16, {v}).data()),
+                v);
+      EXPECT_EQ(tp::decode_element(ElementType::f16, tp::encode(ElementType::f16, {v}).data()), v);
     }
   }
-  EXPECT_EQ(tp::decode_element(SweepType::f16, tp::encode(SweepType::f16, {2048}).data()), 2048);
+  EXPECT_EQ(tp::decode_element(ElementType::f16, tp::encode(ElementType::f16, {2048}).data()),
+            2048);
 }
 
 TEST(SweepData, ACountThatDoesNotDivideAmongTheRanksIsRefused) {
-  EXPECT_THROW(tp::row_shape(SweepOp::allgather, 3, 10), tp::UsageError);
-  EXPECT_EQ(tp::row_shape(SweepOp::allgather, 2, 10).send_count, 5u);
-  EXPECT_EQ(tp::row_shape(SweepOp::reducescatter, 2, 10).recv_count, 5u);
-  EXPECT_EQ(tp::row_shape(SweepOp::allreduce, 3, 10).recv_count, 10u);
+  EXPECT_THROW(tp::row_shape(CollectiveOp::allgather, 3, 10), tp::UsageError);
+  EXPECT_EQ(tp::row_shape(CollectiveOp::allgather, 2, 10).send_count, 5u);
+  EXPECT_EQ(tp::row_shape(CollectiveOp::reducescatter, 2, 10).recv_count, 5u);
+  EXPECT_EQ(tp::row_shape(CollectiveOp::allreduce, 3, 10).recv_count, 10u);
 }
 
 }  // namespace

@@ -1,0 +1,82 @@
+#include "mpi/collective.h"
+
+#include "common/errors.h"
+
+namespace tp {
+namespace {
+
+[[noreturn]] void not_implemented(const Collective& c, const char* what) {
+  throw RuntimeError("the " + c.name() + " collective has no " + what +
+                     ": it implements the training step's allreduce only");
+}
+
+bool divides(size_t total, int parts) {
+  return parts > 0 && total % size_t(parts) == 0;
+}
+
+std::string counts_problem(const CollectiveCall& c, int n) {
+  switch (c.op) {
+    case CollectiveOp::allreduce:
+    case CollectiveOp::broadcast:
+      return c.send_count == c.recv_count ? "" : "send and receive counts differ";
+    case CollectiveOp::allgather:
+      return c.recv_count == c.send_count * size_t(n) ? "" : "receive count is not send x ranks";
+    case CollectiveOp::reducescatter:
+      return c.send_count == c.recv_count * size_t(n) ? "" : "send count is not receive x ranks";
+    case CollectiveOp::alltoall:
+      return c.send_count == c.recv_count && divides(c.send_count, n)
+                 ? ""
+                 : "counts differ or are not a multiple of the ranks";
+    case CollectiveOp::sendrecv:
+      if (c.in_place) return "sendrecv has no in-place form";
+      return c.send_to < 0 || c.recv_from < 0 || c.send_count == c.recv_count
+                 ? ""
+                 : "send and receive counts differ";
+  }
+  return "unknown operation";
+}
+
+}  // namespace
+
+std::string Collective::cannot_run(CollectiveOp, ElementType, bool) const {
+  return "the " + name() + " collective implements the training step's allreduce only";
+}
+std::shared_ptr<void> Collective::allocate(size_t) {
+  not_implemented(*this, "sweep buffers");
+}
+void Collective::copy_in(void*, const void*, size_t) {
+  not_implemented(*this, "sweep buffers");
+}
+void Collective::copy_out(void*, const void*, size_t) {
+  not_implemented(*this, "sweep buffers");
+}
+const void* Collective::run(const CollectiveCall&) {
+  not_implemented(*this, "sweep operations");
+}
+void Collective::synchronize() {
+  not_implemented(*this, "sweep operations");
+}
+std::unique_ptr<Collective> Collective::split(int, int) {
+  not_implemented(*this, "groups");
+}
+
+std::string invalid_call(const CollectiveCall& call, int group_size) {
+  std::string problem = counts_problem(call, group_size);
+  const auto outside = [&](int peer, bool none_allowed) {
+    return peer >= group_size || peer < (none_allowed ? -1 : 0);
+  };
+  if (problem.empty() && call.op == CollectiveOp::broadcast && outside(call.root, false))
+    problem = "root " + std::to_string(call.root) + " is outside the group";
+  if (problem.empty() && call.op == CollectiveOp::sendrecv &&
+      (outside(call.send_to, true) || outside(call.recv_from, true)))
+    problem = "peer outside the group";
+  if (problem.empty() && !call.in_place && call.send == nullptr && call.send_count > 0 &&
+      !(call.op == CollectiveOp::sendrecv && call.send_to < 0))
+    problem = "no send buffer";
+  if (problem.empty() && call.recv == nullptr && call.recv_count > 0 &&
+      !(call.op == CollectiveOp::sendrecv && call.recv_from < 0))
+    problem = "no receive buffer";
+  return problem;
+}
+
+}  // namespace tp
