@@ -94,7 +94,7 @@ bool agree_on_nccl(const TrainConfig& cfg, const World& world, bool use_cuda, in
 }
 
 std::unique_ptr<Collective> make_collective(const TrainConfig& cfg, const World& world,
-                                            const Heartbeat& heartbeat, bool use_cuda,
+                                            const Heartbeat* heartbeat, bool use_cuda,
                                             bool use_nccl, Backends& b) {
   const bool oversubscribed = world.local_size > int(online_cpus());
   if (!use_nccl) {
@@ -103,8 +103,9 @@ std::unique_ptr<Collective> make_collective(const TrainConfig& cfg, const World&
   }
   const double deadline =
       cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s : kWatchdogUntilWarmedUpS;
+  if (!heartbeat) return b.gpu->make_nccl(world, *b.compute, deadline, nullptr);
   // The watchdog's evidence and rule: every rank's heartbeat, read twice (train/culprits.h).
-  auto name_missing = [dir = heartbeat.dir(), rank = world.rank, size = world.size,
+  auto name_missing = [dir = heartbeat->dir(), rank = world.rank, size = world.size,
                        window = liveness_window_s(deadline)](const std::string& what) {
     const Evidence evidence = gather_evidence(dir, size, window);
     return write_abort_record(dir, what, evidence.latest[rank], evidence.verdict);
@@ -120,7 +121,7 @@ std::string gib(uint64_t bytes) {
 
 }  // namespace
 
-Backends select_backends(const TrainConfig& cfg, const World& world, const Heartbeat& heartbeat) {
+Backends select_backends(const TrainConfig& cfg, const World& world, const Heartbeat* heartbeat) {
   Backends b;
   const bool use_cuda = agree_on_cuda(cfg, world, b);
   const int device = use_cuda ? choose_device(world, b) : -1;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "app/cli_options.h"
+#include "app/option_values.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "data/dataset.h"
@@ -12,7 +13,7 @@
 namespace tp {
 namespace {
 
-const char* const kSubcommands = "train, drill, prepare-data, report";
+const char* const kSubcommands = "train, sweep, drill, prepare-data, report";
 // Far beyond any real run, and small enough that epochs x samples stays an exact step count.
 constexpr double kMaxEpochs = 1e6;
 
@@ -25,40 +26,6 @@ std::string read_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-int64_t positive(const po::variables_map& vm, const char* name) {
-  const int64_t value = vm[name].as<int64_t>();
-  if (value <= 0)
-    throw UsageError(std::string(name) + " must be positive, got " + std::to_string(value));
-  return value;
-}
-
-int fits_int(int64_t value, const char* name) {
-  if (value > int64_t(1) << 30)
-    throw UsageError(std::string(name) + "=" + std::to_string(value) + " is too large");
-  return static_cast<int>(value);
-}
-
-double in_range(const po::variables_map& vm, const char* name, double low, double high,
-                bool low_open) {
-  const double value = vm[name].as<double>();
-  if (!(value >= low && value <= high) || (low_open && value == low))
-    throw UsageError(std::string(name) + "=" + std::to_string(value) + " is out of range " +
-                     (low_open ? "(" : "[") + std::to_string(low) + ", " + std::to_string(high) +
-                     "]");
-  return value;
-}
-
-std::string one_of(const po::variables_map& vm, const char* name,
-                   std::initializer_list<const char*> allowed) {
-  const std::string value = vm[name].as<std::string>();
-  std::string list;
-  for (const char* a : allowed) {
-    if (value == a) return value;
-    list += list.empty() ? a : std::string(", ") + a;
-  }
-  throw UsageError(std::string(name) + "='" + value + "' is not one of: " + list);
 }
 
 // The shape; the width comes from model.hidden or, when model.params is given, from the budget.
@@ -130,16 +97,6 @@ void read_checkpointing(const po::variables_map& vm, TrainConfig& c) {
   if (c.checkpoint_dir.empty() && (c.checkpoint_every > 0 || c.resume != "none"))
     throw UsageError(std::string(c.checkpoint_every > 0 ? "checkpoint.every" : "--resume ") +
                      (c.checkpoint_every > 0 ? "" : c.resume) + " needs checkpoint.dir");
-}
-
-// An integer option (int or int64_t) within [low, high]; the error names both bounds.
-template <typename T>
-T bounded(const po::variables_map& vm, const char* name, T low, T high, const char* what) {
-  const T value = vm[name].as<T>();
-  if (value < low || value > high)
-    throw UsageError(std::string(name) + "=" + std::to_string(value) + " is out of range [" +
-                     std::to_string(low) + ", " + std::to_string(high) + "] (" + what + ")");
-  return value;
 }
 
 // The dataset's shape and how it is read, each within the bounds data/ reads an index with.
@@ -233,7 +190,7 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   if (argc > 1 && argv[1][0] != '-') {
     inv.subcommand = argv[1];
     if (inv.subcommand != "train" && inv.subcommand != "report" && inv.subcommand != "drill" &&
-        inv.subcommand != "prepare-data")
+        inv.subcommand != "prepare-data" && inv.subcommand != "sweep")
       throw UsageError("unknown subcommand '" + inv.subcommand + "' (known: " + kSubcommands + ")");
     first = 2;
   }
@@ -290,6 +247,9 @@ std::string help_text(const std::string& subcommand) {
            "usage: trainproof SUBCOMMAND [options]\n"
            "  train    run synthetic data-parallel training steps with real collectives, time\n"
            "           data, compute and communication on every rank, and write a JSON report\n"
+           "  sweep    time every collective at every size on the fabric (nccl-tests' bus\n"
+           "           bandwidth, every element checked), or every pair of nodes\n"
+           "           (sweep.mode=pairwise) to name a slow node or link\n"
            "  drill    recovery drill: launch train with faults, relaunch with --resume auto "
            "after\n"
            "           each failure, and prove the final state bit-identical to a reference run\n"
@@ -302,6 +262,14 @@ std::string help_text(const std::string& subcommand) {
   } else if (subcommand == "train") {
     out << "usage: mpirun -np N trainproof train [--scenario FILE] [options]\n"
            "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
+  } else if (subcommand == "sweep") {
+    out << "usage: mpirun -np N trainproof sweep [--scenario FILE] [options]\n"
+           "Times sweep.ops from sweep.min_bytes to sweep.max_bytes, out of place and in place,\n"
+           "over comm.backend, and checks every element of every row (a wrong one is FAIL).\n"
+           "Prints a table in nccl-tests' columns and units and writes --report on rank 0.\n"
+           "sweep.split=node|rail sweeps each node's or each rail's ranks at once;\n"
+           "sweep.mode=pairwise measures every pair of nodes and flags a slow node or link.\n"
+           "See docs/sweep.md.\n";
   } else if (subcommand == "prepare-data") {
     out << "usage: mpirun -np N trainproof prepare-data --data.dir=DIR [--scenario FILE] "
            "[options]\n"

@@ -219,6 +219,44 @@ po::options_description drill_options() {
   return group;
 }
 
+po::options_description sweep_options() {
+  po::options_description group("Sweep (trainproof sweep; docs/sweep.md)");
+  // clang-format off
+  group.add_options()
+      ("sweep.mode", po::value<std::string>()->default_value("collectives"),
+       "collectives: every operation at every size; pairwise: every pair of nodes, one rank per "
+       "node, to name a slow node or link")
+      ("sweep.ops", po::value<std::string>()->default_value("all"),
+       "comma list of allreduce, allgather, reducescatter, broadcast, alltoall, sendrecv, or all")
+      ("sweep.min_bytes", po::value<int64_t>()->default_value(1024),
+       "smallest buffer in bytes (the whole buffer, as nccl-tests counts it)")
+      ("sweep.max_bytes", po::value<int64_t>()->default_value(int64_t(64) << 20),
+       "largest buffer in bytes")
+      ("sweep.factor", po::value<double>()->default_value(2.0),
+       "each size is the previous one times this (> 1)")
+      ("sweep.dtype", po::value<std::string>()->default_value("float32"),
+       "float32 or int32; bf16 and fp16 on comm.backend=nccl")
+      ("sweep.iters", po::value<int64_t>()->default_value(20),
+       "timed iterations per row (and again for the per-iteration p50/p99)")
+      ("sweep.warmup", po::value<int64_t>()->default_value(5), "untimed iterations before each row")
+      ("sweep.split", po::value<std::string>()->default_value("none"),
+       "none (all ranks), node (the ranks of each node at once: intra-node fabric) or rail (the "
+       "ranks with the same local rank across nodes: inter-node fabric)")
+      ("sweep.pair_bytes", po::value<int64_t>()->default_value(int64_t(64) << 20),
+       "pairwise: bytes each transfer of a pair moves")
+      ("sweep.pair_iters", po::value<int64_t>()->default_value(5),
+       "pairwise: timed transfers per pair and direction")
+      ("sweep.pair_ranks", po::value<std::string>()->default_value("node"),
+       "pairwise: node (the lowest rank of each node) or rail (every local rank measures its own "
+       "rail: local rank k of node a with local rank k of node b)")
+      ("sweep.flag_fraction", po::value<double>()->default_value(0.8),
+       "pairwise: a node or link below this fraction of its reference median is flagged (WARN)")
+      ("sweep.fail_fraction", po::value<double>()->default_value(0.5),
+       "pairwise: below this fraction a flag is a failure (FAIL)");
+  // clang-format on
+  return group;
+}
+
 po::options_description test_options() {
   po::options_description group("Testing hooks (for the test suite; never in a real run)");
   // clang-format off
@@ -244,7 +282,9 @@ po::options_description test_options() {
       ("test.read_delay_ms", po::value<double>()->default_value(0.0),
        "each dataset sample read sleeps this long (the negative control of the data stall)")
       ("test.mpi_error_rank", po::value<int>()->default_value(-1),
-       "make this rank issue an invalid MPI call before training (exit code 3 path)");
+       "make this rank issue an invalid MPI call before training (exit code 3 path)")
+      ("test.corrupt_sweep_rank", po::value<int>()->default_value(-1),
+       "sweep: perturb this world rank's result of every row before it is checked");
   // clang-format on
   return group;
 }
@@ -263,6 +303,7 @@ po::options_description option_registry() {
       .add(fault_options())
       .add(data_options())
       .add(drill_options())
+      .add(sweep_options())
       .add(test_options());
   return all;
 }

@@ -8,6 +8,7 @@
 #include "app/cli.h"
 #include "app/drill_command.h"
 #include "app/prepare_command.h"
+#include "app/sweep_command.h"
 #include "app/train_command.h"
 #include "common/errors.h"
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
     if (inv.subcommand == "report") return tp::run_report(inv);
     if (inv.subcommand == "drill") return tp::run_drill(inv);
     if (inv.subcommand == "prepare-data") return tp::run_prepare_data(inv);
+    if (inv.subcommand == "sweep") return tp::run_sweep_command(inv);
     return tp::run_train(inv);
   } catch (const tp::UsageError& e) {
     if (is_launch_rank_zero()) std::fprintf(stderr, "trainproof: error: %s\n", e.what());

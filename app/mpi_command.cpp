@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
@@ -57,6 +58,12 @@ int run_with_agreed_errors(const std::function<int(World&)>& body, World& world)
 }
 
 }  // namespace
+
+std::string pretend_host(int split_hosts, const std::string& host, int rank, int size) {
+  if (split_hosts <= 0) return "";
+  const int group = int(int64_t(rank) * std::min(split_hosts, size) / size);
+  return host + "-vnode" + std::to_string(group);
+}
 
 int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>& body) {
   if (const int failed = start_mpi(command); failed >= 0) return failed;

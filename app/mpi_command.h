@@ -28,4 +28,8 @@ struct MpiCommand {
 //   MPI_Abort ends the job with 3, so no rank is left waiting in a collective.
 int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>& body);
 
+// Test only (test.split_hosts): spreads one machine's ranks evenly over `split_hosts` pretend
+// hosts, "HOST-vnodeK"; "" (the real host) when split_hosts is 0.
+std::string pretend_host(int split_hosts, const std::string& host, int rank, int size);
+
 }  // namespace tp

@@ -43,15 +43,6 @@ std::vector<std::vector<double>> arrival_skew(const std::vector<std::vector<Step
   return skew;
 }
 
-json check(const std::string& name, json value, json threshold, const std::string& status,
-           const std::string& reason) {
-  return {{"name", name},
-          {"value", value},
-          {"threshold", threshold},
-          {"status", status},
-          {"reason", reason}};
-}
-
 std::string join_ranks(const std::vector<int>& ranks) {
   std::string out;
   for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
@@ -392,15 +383,15 @@ json train_json(const RunRecord& run, const std::vector<StepTiming>& all, const 
 
 json replica_digest_check(const DigestVote& vote, size_t world) {
   const bool same = vote.diverged.empty();
-  return check("replica_digest", vote.diverged.size(), 0, same ? "pass" : "fail",
-               same
-                   ? "all " + std::to_string(world) + " ranks hold the same state " + vote.majority
-                   : "ranks " + join_ranks(vote.diverged) + " hold a state that differs from the " +
-                         std::to_string(vote.majority_count) + " ranks at " + vote.majority);
+  return gate_check(
+      "replica_digest", vote.diverged.size(), 0, same ? "pass" : "fail",
+      same ? "all " + std::to_string(world) + " ranks hold the same state " + vote.majority
+           : "ranks " + join_ranks(vote.diverged) + " hold a state that differs from the " +
+                 std::to_string(vote.majority_count) + " ranks at " + vote.majority);
 }
 
 json collective_correctness_check(const CollectiveCheck& cc) {
-  return check(
+  return gate_check(
       "collective_correctness", cc.wrong_elements, 0, cc.wrong_elements == 0 ? "pass" : "fail",
       cc.wrong_elements == 0
           ? "allreduce of " + std::to_string(cc.checked_elements) + " known values was exact"
@@ -411,16 +402,18 @@ json collective_correctness_check(const CollectiveCheck& cc) {
 
 json straggler_check(const RankFigures& f, const std::vector<int>& stragglers) {
   const double worst = f.scores.empty() ? 1.0 : *std::min_element(f.scores.begin(), f.scores.end());
-  return check("straggler_score", worst, kStragglerThreshold, stragglers.empty() ? "pass" : "warn",
-               stragglers.empty() ? "no rank computes more slowly than 1/0.8 of the median"
-                                  : "stragglers: ranks " + join_ranks(stragglers));
+  return gate_check("straggler_score", worst, kStragglerThreshold,
+                    stragglers.empty() ? "pass" : "warn",
+                    stragglers.empty() ? "no rank computes more slowly than 1/0.8 of the median"
+                                       : "stragglers: ranks " + join_ranks(stragglers));
 }
 
 json flagged_nodes_check(const std::vector<std::string>& flagged_nodes) {
   std::string node_list;
   for (const auto& h : flagged_nodes) node_list += (node_list.empty() ? "" : ", ") + h;
-  return check("flagged_nodes", flagged_nodes.size(), 0, flagged_nodes.empty() ? "pass" : "warn",
-               flagged_nodes.empty() ? "no node flagged" : "flagged: " + node_list);
+  return gate_check("flagged_nodes", flagged_nodes.size(), 0,
+                    flagged_nodes.empty() ? "pass" : "warn",
+                    flagged_nodes.empty() ? "no node flagged" : "flagged: " + node_list);
 }
 
 // A run that measured nothing proves nothing, so it is never PASS. A requeued job that finds its
@@ -429,28 +422,17 @@ json measured_steps_check(const RunRecord& run) {
   const size_t measured = run.timings.empty() ? 0 : run.timings.front().size();
   if (run.steps_run == 0) {
     const int64_t at = run.restored ? run.restored->step : run.config.steps;
-    return check("measured_steps", 0, 1, "none",
-                 "training already complete at step " + std::to_string(at) +
-                     ": no step ran, nothing was measured");
+    return gate_check("measured_steps", 0, 1, "none",
+                      "training already complete at step " + std::to_string(at) +
+                          ": no step ran, nothing was measured");
   }
   if (measured == 0)
-    return check("measured_steps", 0, 1, "warn",
-                 "all " + std::to_string(run.steps_run) +
-                     " steps run were warm-up (train.warmup_steps=" +
-                     std::to_string(run.config.warmup_steps) + "): nothing was measured");
-  return check("measured_steps", measured, 1, "pass",
-               std::to_string(measured) + " steps measured after warm-up");
-}
-
-// FAIL when any check fails, else NONE when nothing ran, else WARN when any warns.
-std::string verdict_of(const json& checks) {
-  std::string verdict = "PASS";
-  for (const auto& c : checks) {
-    if (c["status"] == "fail") return "FAIL";
-    if (c["status"] == "none") verdict = "NONE";
-    if (c["status"] == "warn" && verdict == "PASS") verdict = "WARN";
-  }
-  return verdict;
+    return gate_check("measured_steps", 0, 1, "warn",
+                      "all " + std::to_string(run.steps_run) +
+                          " steps run were warm-up (train.warmup_steps=" +
+                          std::to_string(run.config.warmup_steps) + "): nothing was measured");
+  return gate_check("measured_steps", measured, 1, "pass",
+                    std::to_string(measured) + " steps measured after warm-up");
 }
 
 void add_data_section(json& report, const RunRecord& run, const json& stall) {
@@ -462,6 +444,25 @@ void add_data_section(json& report, const RunRecord& run, const json& stall) {
 }
 
 }  // namespace
+
+json gate_check(const std::string& name, json value, json threshold, const std::string& status,
+                const std::string& reason) {
+  return {{"name", name},
+          {"value", value},
+          {"threshold", threshold},
+          {"status", status},
+          {"reason", reason}};
+}
+
+std::string verdict_of_checks(const json& checks) {
+  std::string verdict = "PASS";
+  for (const auto& c : checks) {
+    if (c["status"] == "fail") return "FAIL";
+    if (c["status"] == "none") verdict = "NONE";
+    if (c["status"] == "warn" && verdict == "PASS") verdict = "WARN";
+  }
+  return verdict;
+}
 
 int exit_code_for(const std::string& verdict) {
   return verdict == "FAIL" ? kExitFail : kExitPass;
@@ -481,7 +482,7 @@ json build_report(const RunRecord& run) {
 
   json report;
   report["schema"] = kReportSchema;
-  report["verdict"] = verdict_of(checks);
+  report["verdict"] = verdict_of_checks(checks);
   report["context"] = run.context;
   report["ranks"] = ranks_json(run, figures);
   report["nodes"] = nodes.nodes;

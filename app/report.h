@@ -65,6 +65,12 @@ nlohmann::json build_report(const RunRecord& run);
 // The report's data section (part of build_report).
 nlohmann::json data_json(const TrainConfig& config, const DataRecord& data);
 
+// One entry of gate.checks[]: status is pass, warn, fail or none.
+nlohmann::json gate_check(const std::string& name, nlohmann::json value, nlohmann::json threshold,
+                          const std::string& status, const std::string& reason);
+// FAIL when any check fails, else NONE when nothing ran, else WARN when any warns, else PASS.
+std::string verdict_of_checks(const nlohmann::json& checks);
+
 // Exit code for a verdict string: PASS, WARN and NONE (nothing ran) are 0, FAIL is 1.
 int exit_code_for(const std::string& verdict);
 

@@ -32,6 +32,8 @@ RankLoad load_of(const DatasetBatchSource* loader, const World& world) {
   return load;
 }
 
+}  // namespace
+
 HostGpuFacts gather_gpu_facts(const World& world, const Backends& backends) {
   std::string mine;
   if (world.local_rank == 0 && backends.gpu)
@@ -46,8 +48,6 @@ HostGpuFacts gather_gpu_facts(const World& world, const Backends& backends) {
   }
   return facts;
 }
-
-}  // namespace
 
 RunFacts gather_run_facts(const World& world, const Backends& backends, const TrainResult& result,
                           double gemm_rate, const DatasetBatchSource* loader) {

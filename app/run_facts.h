@@ -34,6 +34,9 @@ struct RunFacts {
   HostGpuFacts gpus;
 };
 
+// Collective; complete on rank 0.
+HostGpuFacts gather_gpu_facts(const World& world, const Backends& backends);
+
 // Collective.
 RunFacts gather_run_facts(const World& world, const Backends& backends, const TrainResult& result,
                           double gemm_rate, const DatasetBatchSource* loader);

@@ -1,5 +1,8 @@
 #include "app/summary.h"
 
+#include "app/summary_parts.h"
+#include "app/sweep_summary.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -149,6 +152,8 @@ std::string slowest_ranks(const json& report, size_t shown) {
   return out;
 }
 
+}  // namespace
+
 std::string flagged_nodes(const json& nodes) {
   std::string out = "\nflagged nodes:";
   bool any = false;
@@ -181,7 +186,7 @@ std::string check_lines(const json& checks) {
 
 // What a terminal would act on (C0 and C1 controls, DEL, bytes that are not UTF-8) as visible
 // \n, \xNN or \u00NN, so that a report's strings can neither move the cursor nor forge a line.
-std::string visible_text(const std::string& text) {
+static std::string visible_text(const std::string& text) {
   std::string out;
   for (size_t i = 0; i < text.size();) {
     const auto byte = static_cast<unsigned char>(text[i]);
@@ -214,9 +219,8 @@ json visible(const json& value) {
   return out;
 }
 
-}  // namespace
-
 std::string render_summary(const json& untrusted, size_t slowest_ranks_shown) {
+  if (untrusted.contains("sweep")) return render_sweep_summary(untrusted, true);
   const json report = visible(untrusted);
   const json& ctx = report.at("context");
   const json& train = report.at("train");

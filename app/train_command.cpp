@@ -214,7 +214,7 @@ int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
   // Every backend is watched: a rank that stops moving is named from the heartbeats.
   const Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps);
   check_batch_covers_world(cfg, world);
-  Backends backends = select_backends(cfg, world, *heartbeat);
+  Backends backends = select_backends(cfg, world, heartbeat.get());
   const BatchShare share = batch_share(cfg.model.global_batch, world.size, world.rank);
   initialize_model(cfg, world, backends, share);
   AlignedClock clock(cfg.test.clock_offset_rank == world.rank ? cfg.test.clock_offset_s : 0.0);
@@ -249,13 +249,6 @@ int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
   const int exit_code = report_run(inv, cfg, world, backends, run, std::move(facts));
   cleanup.at_end();
   return exit_code;
-}
-
-// Test only (test.split_hosts): spreads one machine's ranks over pretend hosts.
-std::string pretend_host(int split_hosts, const std::string& host, int rank, int size) {
-  if (split_hosts <= 0) return "";
-  const int group = int(int64_t(rank) * std::min(split_hosts, size) / size);
-  return host + "-vnode" + std::to_string(group);
 }
 
 }  // namespace

@@ -1,0 +1,24 @@
+#pragma once
+// `trainproof sweep`'s options (sweep.*, comm.backend, test.corrupt_sweep_rank), read and checked
+// before MPI starts; docs/sweep.md describes each.
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <string>
+
+#include "fabric/sweep_runner.h"
+
+namespace tp {
+
+struct SweepConfig {
+  std::string mode = "collectives";  // or "pairwise"
+  SweepPlan plan;                    // plan.corrupt_rank is a world rank here
+  std::string split = "none";        // none, node, rail
+  uint64_t pair_bytes = 64ull << 20;
+  int pair_iters = 5;
+  std::string pair_ranks = "node";  // node, rail
+  double flag_fraction = 0.8, fail_fraction = 0.5;
+};
+
+SweepConfig sweep_config_from(const boost::program_options::variables_map& options);
+
+}  // namespace tp
