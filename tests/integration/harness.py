@@ -25,14 +25,16 @@ class Run:
         return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
 
-def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed"):
-    """Runs `trainproof train` on `ranks` local ranks; returns a Run with the parsed report."""
+def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed",
+           subcommand="train"):
+    """Runs `trainproof SUBCOMMAND` on `ranks` local ranks; returns a Run with the parsed
+    report."""
     with tempfile.TemporaryDirectory() as tmp:
         report_path = os.path.join(tmp, "report.json")
         # Ranks pinned round-robin to cores, as a real launch would pin them; on a 2-core machine
         # several share a core, which the report's context warns about.
         cmd = [MPIEXEC, "-np", str(ranks), "--oversubscribe", "--map-by", "core",
-               "--bind-to", bind, BIN, "train"]
+               "--bind-to", bind, BIN, subcommand]
         if scenario:
             cmd += ["--scenario", scenario]
         if "--report" not in args:

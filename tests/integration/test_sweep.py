@@ -1,0 +1,149 @@
+"""trainproof sweep on one host: every operation's rows at 2 and 4 ranks are right, a perturbed
+result is FAIL naming its rank, split groups get their own rows, and what cannot run is refused
+with the right exit code (docs/sweep.md)."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import BIN, mpirun  # noqa: E402
+
+OPS = ["allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "sendrecv"]
+SMALL = ["--sweep.min_bytes=1024", "--sweep.max_bytes=65536", "--sweep.iters=3",
+         "--sweep.warmup=1"]
+
+
+def sweep(ranks, *args, **kwargs):
+    return mpirun(ranks, *SMALL, *args, scenario=None, subcommand="sweep", **kwargs)
+
+
+class EveryRow(unittest.TestCase):
+    def check_rows(self, ranks, dtype):
+        run = sweep(ranks, f"--sweep.dtype={dtype}")
+        self.assertEqual(run.returncode, 0, run)
+        s = run.report["sweep"]
+        self.assertEqual(run.report["verdict"], "PASS", run)
+        self.assertEqual(s["wrong"], 0)
+        self.assertEqual(s["ops"], OPS)
+        sizes = [1024 * 2 ** k for k in range(7)]
+        for op in OPS:
+            for in_place in (False, True):
+                rows = [r for r in s["results"] if r["op"] == op and r["in_place"] == in_place]
+                self.assertEqual([r["bytes"] // 4 * 4 for r in rows],
+                                 [b // (4 * ranks) * 4 * ranks
+                                  if op in ("allgather", "reducescatter", "alltoall") else b
+                                  for b in sizes], op)
+                for r in rows:
+                    self.assertEqual(r["wrong"], 0, r)
+                    self.assertEqual(r["dtype"], dtype)
+                    if op == "sendrecv" and in_place:
+                        self.assertNotEqual(r["not_run"], "")
+                        continue
+                    self.assertEqual(r["not_run"], "", r)
+                    t = r["time_us"]
+                    self.assertGreater(t["mean"], 0)
+                    self.assertGreaterEqual(t["p99"], t["p50"])
+                    self.assertAlmostEqual(r["algbw_gbps"], r["bytes"] / t["mean"] / 1e3,
+                                           places=6)
+        # The terminal table reads like nccl-tests' own.
+        self.assertIn("#       size         count      type   redop    root     time   algbw   "
+                      "busbw #wrong", run.stdout)
+        self.assertIn("# Avg bus bandwidth    : ", run.stdout)
+        return run
+
+    def test_two_ranks_float32(self):
+        self.check_rows(2, "float32")
+
+    def test_four_ranks_int32(self):
+        run = self.check_rows(4, "int32")
+        allreduce = [r for r in run.report["sweep"]["results"] if r["op"] == "allreduce"]
+        self.assertAlmostEqual(allreduce[0]["busbw_gbps"], allreduce[0]["algbw_gbps"] * 1.5,
+                               places=9)
+
+
+class WrongResults(unittest.TestCase):
+    def test_a_perturbed_rank_fails_the_run_and_is_named(self):
+        run = sweep(4, "--sweep.ops=allreduce,alltoall", "--test.corrupt_sweep_rank=2")
+        self.assertEqual(run.returncode, 1, run)
+        self.assertEqual(run.report["verdict"], "FAIL")
+        rows = run.report["sweep"]["results"]
+        self.assertTrue(all(r["wrong"] > 0 and r["first_wrong_rank"] == 2 for r in rows), rows)
+        check = [c for c in run.report["gate"]["checks"] if c["name"] == "sweep_correctness"][0]
+        self.assertEqual(check["status"], "fail")
+        self.assertIn("first on rank 2", check["reason"])
+
+    def test_the_control_without_the_switch_passes(self):
+        run = sweep(4, "--sweep.ops=allreduce,alltoall")
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(run.report["sweep"]["wrong"], 0)
+
+
+class Split(unittest.TestCase):
+    def groups(self, split):
+        run = sweep(4, "--sweep.ops=allreduce,sendrecv", f"--sweep.split={split}",
+                    "--test.split_hosts=2")
+        self.assertEqual(run.returncode, 0, run)
+        s = run.report["sweep"]
+        names = sorted(g["name"] for g in s["groups"])
+        for g in s["groups"]:
+            rows = [r for r in s["results"] if r["group"] == g["name"]]
+            self.assertEqual(len(rows), 2 * 7 * 2, g)
+            self.assertTrue(all(r["wrong"] == 0 for r in rows))
+        self.assertIn(s["slowest_group"], names)
+        return names, s
+
+    def test_node_groups_are_each_nodes_ranks(self):
+        names, s = self.groups("node")
+        self.assertEqual(len(names), 2)
+        self.assertTrue(all(n.startswith("node ") and n.endswith(("-vnode0", "-vnode1"))
+                            for n in names), names)
+        by_name = {g["name"]: g["world_ranks"] for g in s["groups"]}
+        self.assertEqual(sorted(by_name.values()), [[0, 1], [2, 3]])
+
+    def test_rail_groups_are_the_same_local_rank_on_every_node(self):
+        names, s = self.groups("rail")
+        self.assertEqual(names, ["rail 0", "rail 1"])
+        by_name = {g["name"]: g["world_ranks"] for g in s["groups"]}
+        self.assertEqual(by_name, {"rail 0": [0, 2], "rail 1": [1, 3]})
+
+
+class Refusals(unittest.TestCase):
+    def test_sixteen_bit_floats_over_mpi_are_a_usage_error(self):
+        run = sweep(2, "--sweep.dtype=bf16", "--comm.backend=mpi")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("sweep.dtype=bf16", run.stderr)
+
+    def test_nccl_without_a_gpu_is_an_environment_error_in_one_line(self):
+        run = sweep(2, "--comm.backend=nccl")
+        self.assertEqual(run.returncode, 3, run)
+        lines = [l for l in run.stderr.splitlines() if l.startswith("trainproof: error")]
+        self.assertEqual(len(lines), 1, run.stderr)
+        self.assertIn("comm.backend=nccl", lines[0])
+
+    def test_bad_options_name_the_option(self):
+        for args, name in [(["--sweep.ops=allreduce,bogus"], "sweep.ops"),
+                           (["--sweep.min_bytes=4096", "--sweep.max_bytes=1024"],
+                            "sweep.min_bytes"),
+                           (["--sweep.factor=1"], "sweep.factor"),
+                           (["--sweep.split=socket"], "sweep.split")]:
+            proc = subprocess.run([BIN, "sweep", *args], capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 2, (args, proc.stderr))
+            self.assertIn(name, proc.stderr)
+
+
+class Reprint(unittest.TestCase):
+    def test_report_reprints_the_table(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "sweep.json")
+            run = sweep(2, "--sweep.ops=allreduce", "--report", path)
+            self.assertEqual(run.returncode, 0, run)
+            proc = subprocess.run([BIN, "report", path], capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("# allreduce, 2 ranks (world)", proc.stdout)
+            self.assertIn("verdict: PASS", proc.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

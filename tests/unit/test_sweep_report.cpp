@@ -1,0 +1,102 @@
+// The sweep report's verdict and summary figures from typed records (app/sweep_report.h).
+#include <gtest/gtest.h>
+
+#include "app/sweep_report.h"
+#include "app/sweep_summary.h"
+
+namespace {
+
+using tp::CollectiveOp;
+
+tp::SweepRow row(uint64_t bytes, double busbw, bool in_place = false) {
+  tp::SweepRow r;
+  r.op = CollectiveOp::allreduce;
+  r.bytes = bytes;
+  r.count = bytes / 4;
+  r.in_place = in_place;
+  r.mean_us = 10;
+  r.busbw_gbps = busbw;
+  r.algbw_gbps = busbw / 1.5;
+  return r;
+}
+
+tp::SweepRecord record() {
+  tp::SweepRecord rec;
+  rec.config.plan.ops = {CollectiveOp::allreduce};
+  rec.backend = "mpi";
+  rec.host_of_rank = {"a", "a", "b", "b"};
+  rec.hosts = {"a", "b"};
+  rec.context = {{"world_size", 4}, {"hosts", {"a", "b"}}, {"warnings", nlohmann::json::array()}};
+  return rec;
+}
+
+TEST(SweepReport, RightRowsPassAndAverageAsNcclTestsDoes) {
+  tp::SweepRecord rec = record();
+  rec.groups.push_back({"world", {0, 1, 2, 3}, {row(1024, 1), row(1 << 20, 4), row(1 << 21, 8)}});
+  const auto report = tp::build_sweep_report(rec);
+  EXPECT_EQ(report["verdict"], "PASS");
+  EXPECT_EQ(report["schema"], "trainproof.report/1");
+  const auto& g = report["sweep"]["groups"][0];
+  EXPECT_DOUBLE_EQ(g["avg_busbw_gbps"].get<double>(), 13.0 / 3);
+  EXPECT_DOUBLE_EQ(g["avg_busbw_gbps_1mib"].get<double>(), 6.0);
+  EXPECT_EQ(report["sweep"]["slowest_group"], "");
+  EXPECT_EQ(report["nodes"].size(), 2u);
+}
+
+TEST(SweepReport, AWrongElementIsFailNamingRankAndHost) {
+  tp::SweepRecord rec = record();
+  tp::SweepRow bad = row(4096, 2, true);
+  bad.wrong = 3;
+  bad.first_wrong_rank = 2;
+  rec.groups.push_back({"world", {0, 1, 2, 3}, {row(4096, 2), bad}});
+  const auto report = tp::build_sweep_report(rec);
+  EXPECT_EQ(report["verdict"], "FAIL");
+  EXPECT_EQ(report["sweep"]["wrong"], 3);
+  const std::string reason = report["gate"]["checks"][0]["reason"];
+  EXPECT_NE(reason.find("allreduce 4096 B in place"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("rank 2 (host b)"), std::string::npos) << reason;
+}
+
+TEST(SweepReport, TheSlowestGroupIsNamedByItsLargeMessageBandwidth) {
+  tp::SweepRecord rec = record();
+  rec.groups.push_back({"node a", {0, 1}, {row(1024, 9), row(1 << 20, 5)}});
+  rec.groups.push_back({"node b", {2, 3}, {row(1024, 1), row(1 << 20, 7)}});
+  EXPECT_EQ(tp::build_sweep_report(rec)["sweep"]["slowest_group"], "node a");
+}
+
+TEST(SweepReport, NothingMeasuredIsNotAPass) {
+  tp::SweepRecord rec = record();
+  tp::SweepRow skipped = row(1024, 0);
+  skipped.not_run = "no such operation here";
+  rec.groups.push_back({"world", {0, 1, 2, 3}, {skipped}});
+  EXPECT_EQ(tp::build_sweep_report(rec)["verdict"], "WARN");
+}
+
+TEST(SweepReport, RowsSurviveTheirJson) {
+  tp::SweepRow r = row(8192, 3.5, true);
+  r.op = CollectiveOp::broadcast;
+  r.type = tp::ElementType::bf16;
+  r.root = 0;
+  r.p50_us = 9;
+  r.p99_us = 12;
+  r.wrong = 1;
+  r.first_wrong_rank = 3;
+  const tp::SweepRow back = tp::sweep_row_from_json(tp::sweep_row_json(r, "g"));
+  EXPECT_EQ(tp::sweep_row_json(back, "g"), tp::sweep_row_json(r, "g"));
+}
+
+TEST(SweepTable, ALineHasNcclTestsColumnsAndNotApplicableInPlace) {
+  tp::SweepRow r = row(1048576, 7.63);
+  r.op = CollectiveOp::sendrecv;
+  r.mean_us = 137.5;
+  tp::SweepRow in = r;
+  in.in_place = true;
+  in.not_run = "sendrecv has no in-place form";
+  const std::string line =
+      tp::sweep_table_line(tp::sweep_row_json(r, "world"), tp::sweep_row_json(in, "world"));
+  EXPECT_EQ(line,
+            "     1048576        262144     float    none      -1    137.5    5.09    7.63       0"
+            "      N/A     N/A     N/A     N/A\n");
+}
+
+}  // namespace
