@@ -12,6 +12,7 @@
 #include "app/mpi_command.h"
 #include "app/report_text.h"
 #include "app/run_facts.h"
+#include "app/sweep_pairwise.h"
 #include "app/sweep_report.h"
 #include "app/sweep_summary.h"
 #include "common/errors.h"
@@ -209,7 +210,10 @@ int sweep_on_world(const Invocation& inv, const SweepConfig& cfg, const TrainCon
   record.backend = backends.comm->name();
   record.host_of_rank = world.host_of_rank;
   record.hosts = world.hosts;
-  record.groups = run_collectives(cfg, world, *backends.comm);
+  if (cfg.mode == "pairwise")
+    record.pairwise = run_pairwise(cfg, world, *backends.comm);
+  else
+    record.groups = run_collectives(cfg, world, *backends.comm);
   const HostGpuFacts gpus = gather_gpu_facts(world, backends);
   if (world.rank == 0)
     record.context = sweep_context(inv, train, world, start_time, backends, gpus, cfg.plan.iters);

@@ -1,8 +1,10 @@
 #include "app/sweep_report.h"
 
 #include <algorithm>
+#include <map>
 
 #include "app/report.h"
+#include "app/sweep_pairwise_report.h"
 #include "fabric/sweep_data.h"
 
 namespace tp {
@@ -82,6 +84,7 @@ size_t rows_run(const SweepRecord& record) {
 
 json checks_of(const SweepRecord& record, const WrongSummary& wrong) {
   json checks = json::array();
+  if (record.pairwise) return pairwise_checks(*record.pairwise);
   checks.push_back(
       gate_check("sweep_correctness", wrong.total, 0, wrong.total == 0 ? "pass" : "fail",
                  wrong.total == 0 ? "every element of every row was right" : wrong.first));
@@ -93,13 +96,19 @@ json checks_of(const SweepRecord& record, const WrongSummary& wrong) {
 }
 
 json nodes_json(const SweepRecord& record) {
+  const auto reasons = record.pairwise ? pairwise_node_reasons(*record.pairwise)
+                                       : std::map<std::string, std::vector<std::string>>{};
   json nodes = json::array();
   for (const std::string& host : record.hosts) {
     json ranks = json::array();
     for (size_t r = 0; r < record.host_of_rank.size(); ++r)
       if (record.host_of_rank[r] == host) ranks.push_back(r);
-    nodes.push_back(
-        {{"host", host}, {"ranks", ranks}, {"flagged", false}, {"reasons", json::array()}});
+    const auto mine = reasons.find(host);
+    const bool flagged = mine != reasons.end();
+    nodes.push_back({{"host", host},
+                     {"ranks", ranks},
+                     {"flagged", flagged},
+                     {"reasons", flagged ? json(mine->second) : json::array()}});
   }
   return nodes;
 }
@@ -177,6 +186,11 @@ json build_sweep_report(const SweepRecord& record) {
   report["verdict"] = verdict_of_checks(checks);
   report["context"] = record.context;
   report["nodes"] = nodes_json(record);
+  if (record.pairwise) {
+    for (const char* key : {"results", "groups", "slowest_group", "wrong", "first_wrong"})
+      sweep.erase(key);
+    sweep["pairwise"] = pairwise_json(*record.pairwise);
+  }
   report["sweep"] = sweep;
   report["gate"] = {{"checks", checks}};
   return report;

@@ -86,6 +86,36 @@ std::string group_lines(const json& sweep) {
   return out + "slowest group: " + sweep.at("slowest_group").get<std::string>() + "\n";
 }
 
+// MB/s, so a throttled link and a 400 Gb/s port both read at a glance.
+std::string matrix_table(const json& hosts, const json& m, const std::string& title) {
+  std::string out = "\n" + title + ", MB/s (row sends to column):\n" + format("  %-20s", "");
+  for (const json& h : hosts) out += format(" %12.12s", h.get<std::string>().c_str());
+  out += "\n";
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    out += format("  %-20.20s", hosts[i].get<std::string>().c_str());
+    for (const json& cell : m[i])
+      out += cell.is_null() ? format(" %12s", "-") : format(" %12.1f", cell.get<double>() * 1e3);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string pairwise_lines(const json& p) {
+  std::string out = format("\npairwise: %llu bytes x %d per pair and direction\n",
+                           static_cast<unsigned long long>(p.at("pair_bytes").get<uint64_t>()),
+                           p.at("pair_iters").get<int>());
+  for (const json& rail : p.at("rails")) {
+    const std::string name = "rail " + std::to_string(rail.at("rail").get<int>());
+    out +=
+        matrix_table(rail.at("hosts"), rail.at("one_way_gbps"), name + ", one direction at a time");
+    out += matrix_table(rail.at("hosts"), rail.at("both_ways_gbps"),
+                        name + ", both directions at once");
+    if (const std::string note = rail.at("note"); !note.empty()) out += "  " + note + "\n";
+    for (const json& link : rail.at("bad_links")) out += "  bad " + link.get<std::string>() + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string sweep_table_header(const std::string& op, const std::string& group, int ranks) {
@@ -118,14 +148,18 @@ std::string render_sweep_summary(const json& untrusted, bool with_tables) {
   const json& ctx = report.at("context");
   const json& sweep = report.at("sweep");
   std::string out = header(ctx, sweep);
-  if (with_tables) {
+  if (sweep.contains("pairwise")) {
+    out += pairwise_lines(sweep.at("pairwise"));
+  } else if (with_tables) {
     out += tables(sweep);
   } else if (sweep.at("groups").size() == 1) {
     const json& g = sweep.at("groups").front();
     out += sweep_average_lines(g.at("avg_busbw_gbps"), g.at("avg_busbw_gbps_1mib"));
   }
-  if (sweep.contains("groups")) out += group_lines(sweep);
-  out += wrong_lines(sweep);
+  if (sweep.contains("groups")) {
+    out += group_lines(sweep);
+    out += wrong_lines(sweep);
+  }
   out += flagged_nodes(report.at("nodes"));
   out += warning_lines(ctx.at("warnings"));
   out += check_lines(report.at("gate").at("checks"));

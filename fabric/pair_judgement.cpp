@@ -31,16 +31,6 @@ std::vector<double> measured(const PairMatrix& m, const std::function<bool(int, 
   return values;
 }
 
-// "3.6 MB/s" or "95 GB/s": a bandwidth a person reads at a glance.
-std::string rate_text(double gbps) {
-  char text[32];
-  if (gbps >= 1)
-    std::snprintf(text, sizeof text, "%.3g GB/s", gbps);
-  else
-    std::snprintf(text, sizeof text, "%.3g MB/s", gbps * 1e3);
-  return text;
-}
-
 std::string host_of(int node, const std::vector<std::string>& hosts) {
   return size_t(node) < hosts.size() ? hosts[size_t(node)] : "node " + std::to_string(node);
 }
@@ -87,6 +77,15 @@ PairJudgement judge_pairs(const PairMatrix& m, double flag_fraction, double fail
         judgement.links.push_back({a, b, gbps, reference, gbps < fail_fraction * reference});
     }
   return judgement;
+}
+
+std::string rate_text(double gbps) {
+  char text[32];
+  if (gbps >= 1)
+    std::snprintf(text, sizeof text, "%.3g GB/s", gbps);
+  else
+    std::snprintf(text, sizeof text, "%.3g MB/s", gbps * 1e3);
+  return text;
 }
 
 std::string node_flag_reason(const NodeFlag& flag, const std::vector<std::string>& hosts) {

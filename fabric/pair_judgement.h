@@ -40,6 +40,9 @@ struct PairJudgement {
 // is flagged. Fewer than 3 nodes: a note, no flags (there is no majority to compare against).
 PairJudgement judge_pairs(const PairMatrix& bandwidth, double flag_fraction, double fail_fraction);
 
+// "3.6 MB/s" or "95 GB/s": a bandwidth a person reads at a glance.
+std::string rate_text(double gbps);
+
 // "vc-n3: median pair bandwidth 3.6 MB/s is 4% of the fabric median 95 MB/s (receive direction)"
 std::string node_flag_reason(const NodeFlag& flag, const std::vector<std::string>& hosts);
 std::string link_flag_reason(const LinkFlag& flag, const std::vector<std::string>& hosts);

@@ -1,0 +1,15 @@
+#pragma once
+// `trainproof sweep --sweep.mode=pairwise` (docs/sweep.md, "Pairwise"): the tournament over every
+// rail, the judgement of its matrices, and the second pass that re-measures each flagged node
+// against the best node of its rail.
+#include "app/sweep_config.h"
+#include "app/sweep_report.h"
+#include "mpi/collective.h"
+#include "mpi/world.h"
+
+namespace tp {
+
+// Collective; the record is complete on rank 0.
+PairwiseRecord run_pairwise(const SweepConfig& config, const World& world, Collective& collective);
+
+}  // namespace tp
