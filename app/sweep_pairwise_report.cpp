@@ -1,5 +1,6 @@
 #include "app/sweep_pairwise_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "app/report.h"
@@ -41,21 +42,48 @@ std::string rail_text(const PairwiseRecord& record, const PairwiseRail& rail) {
   return record.rails.size() > 1 ? " on rail " + std::to_string(rail.rail) : "";
 }
 
+bool flagged_one_way(const PairwiseRail& rail, const NodeFlag& flag) {
+  for (const NodeFlag& f : rail.judged_one_way.nodes)
+    if (f.node == flag.node && f.direction == flag.direction) return true;
+  return false;
+}
+
+// Every flag once: a node slow in a direction both one way and both ways at once is named for the
+// one-way measurement only (both ways adds a finding only when one way was fine: a duplex fault).
 template <class Visit>
 void each_flag(const PairwiseRecord& record, Visit visit) {
   for (const PairwiseRail& rail : record.rails)
     for (const auto& [judged, mode] :
          {std::pair{&rail.judged_one_way, kOneWay}, std::pair{&rail.judged_both_ways, kBothWays}}) {
-      for (const NodeFlag& f : judged->nodes)
+      for (const NodeFlag& f : judged->nodes) {
+        if (judged == &rail.judged_both_ways && flagged_one_way(rail, f)) continue;
         visit(rail, rail.hosts[size_t(f.node)],
               node_flag_reason(f, rail.hosts) + ", " + mode + rail_text(record, rail) +
                   second_pass_text(rail, f.node, f),
               f.fail);
+      }
       for (const LinkFlag& l : judged->links)
         visit(rail, "",
               link_flag_reason(l, rail.hosts) + " (" + mode + rail_text(record, rail) + ")",
               l.fail);
     }
+}
+
+// How far apart the one-way bandwidths of pairs between unflagged nodes are (max over min): on a
+// fabric whose pairs differ by half, a flag near sweep.flag_fraction may be noise.
+double unflagged_spread(const PairwiseRail& rail) {
+  std::vector<bool> flagged(rail.hosts.size(), false);
+  for (const auto* judged : {&rail.judged_one_way, &rail.judged_both_ways})
+    for (const NodeFlag& f : judged->nodes) flagged[size_t(f.node)] = true;
+  double low = 0, high = 0;
+  for (size_t a = 0; a < rail.hosts.size(); ++a)
+    for (size_t b = 0; b < rail.hosts.size(); ++b) {
+      const double v = rail.one_way[a][b];
+      if (a == b || v <= 0 || flagged[a] || flagged[b]) continue;
+      low = low == 0 ? v : std::min(low, v);
+      high = std::max(high, v);
+    }
+  return low > 0 ? high / low : 1.0;
 }
 
 }  // namespace
@@ -90,6 +118,22 @@ json pairwise_json(const PairwiseRecord& record) {
           {"rails", rails},
           {"wrong", record.wrong},
           {"first_wrong", record.first_wrong}};
+}
+
+std::vector<std::string> pairwise_warnings(const PairwiseRecord& record) {
+  std::vector<std::string> warnings;
+  for (const PairwiseRail& rail : record.rails) {
+    const double spread = unflagged_spread(rail);
+    if (spread <= 1.5) continue;
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "pairwise%s: the fastest pair of unflagged nodes is %.2gx the slowest: flags "
+                  "near sweep.flag_fraction may be noise (more sweep.pair_bytes or "
+                  "sweep.pair_iters, or a quieter fabric, narrow it)",
+                  rail_text(record, rail).c_str(), spread);
+    warnings.push_back(text);
+  }
+  return warnings;
 }
 
 std::map<std::string, std::vector<std::string>> pairwise_node_reasons(

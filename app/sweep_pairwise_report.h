@@ -11,6 +11,8 @@
 namespace tp {
 
 nlohmann::json pairwise_json(const PairwiseRecord& record);
+// Conditions that make the matrix's flags less trustworthy, for context.warnings.
+std::vector<std::string> pairwise_warnings(const PairwiseRecord& record);
 // Each flagged host's reasons, for nodes[].
 std::map<std::string, std::vector<std::string>> pairwise_node_reasons(const PairwiseRecord& record);
 // pairwise_correctness (a wrong element is FAIL) and pairwise_flags (a flag is WARN, a flag below

@@ -191,6 +191,9 @@ json build_sweep_report(const SweepRecord& record) {
       sweep.erase(key);
     sweep["pairwise"] = pairwise_json(*record.pairwise);
   }
+  if (record.pairwise && record.context.contains("warnings"))
+    for (const std::string& w : pairwise_warnings(*record.pairwise))
+      report["context"]["warnings"].push_back(w);
   report["sweep"] = sweep;
   report["gate"] = {{"checks", checks}};
   return report;

@@ -90,7 +90,7 @@ std::string rate_text(double gbps) {
 
 std::string node_flag_reason(const NodeFlag& flag, const std::vector<std::string>& hosts) {
   char percent[16];
-  std::snprintf(percent, sizeof percent, "%.0f%%", 100 * flag.median_gbps / flag.reference_gbps);
+  std::snprintf(percent, sizeof percent, "%.2g%%", 100 * flag.median_gbps / flag.reference_gbps);
   return host_of(flag.node, hosts) + ": median pair bandwidth " + rate_text(flag.median_gbps) +
          " is " + percent + " of the fabric median " + rate_text(flag.reference_gbps) + " (" +
          flag.direction + " direction)";
@@ -98,7 +98,7 @@ std::string node_flag_reason(const NodeFlag& flag, const std::vector<std::string
 
 std::string link_flag_reason(const LinkFlag& flag, const std::vector<std::string>& hosts) {
   char percent[16];
-  std::snprintf(percent, sizeof percent, "%.0f%%", 100 * flag.gbps / flag.reference_gbps);
+  std::snprintf(percent, sizeof percent, "%.2g%%", 100 * flag.gbps / flag.reference_gbps);
   return "link " + host_of(flag.from, hosts) + " -> " + host_of(flag.to, hosts) + ": " +
          rate_text(flag.gbps) + " is " + percent + " of the median of the other pairs " +
          rate_text(flag.reference_gbps) + "; both nodes are otherwise fine";

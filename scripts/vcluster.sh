@@ -6,6 +6,11 @@
 #
 #   scripts/vcluster.sh start [NODES]   (default 2) start munge, the nodes and Slurm; wait idle
 #   scripts/vcluster.sh stop            stop every daemon, delete the namespaces and the bridge
+#   scripts/vcluster.sh degrade NODE RATE [both|send|receive]
+#                                       throttle NODE's link to RATE (tc tbf, e.g. 30mbit): send
+#                                       shapes the node-side veth (what NODE sends), receive the
+#                                       bridge-side veth (what NODE receives); default both
+#   scripts/vcluster.sh restore NODE    remove NODE's throttle, both ends
 #   scripts/vcluster.sh status          sinfo
 #   scripts/vcluster.sh check           exit 0 if this host can run it (root, netns, slurm), else
 #                                       print why and exit 77 (the tests skip with that reason)
@@ -181,13 +186,48 @@ stop() {
   return 0
 }
 
+# tbf shapes egress only, so each direction is shaped on the end that sends it. netem (delay,
+# loss) is not in every kernel; a rate limit is what a bad cable or a mis-negotiated port gives.
+shape() {
+  local node=$1 rate=$2 end=$3
+  local tbf=(root tbf rate "$rate" burst 32kb latency 400ms)
+  case $end in
+    receive) tc qdisc replace dev "$node" "${tbf[@]}" ;;
+    send) nsenter --net="/var/run/netns/$node" tc qdisc replace dev eth0 "${tbf[@]}" ;;
+  esac
+}
+
+degrade() {
+  local node=${1:-} rate=${2:-} which=${3:-both}
+  if [ -z "$node" ] || [ -z "$rate" ] || ! ip netns list | grep -qw "^$node"; then
+    say "degrade NODE RATE [both|send|receive]: NODE must be a running node (vc-nK), got '$node'"
+    return 2
+  fi
+  case $which in
+    both) shape "$node" "$rate" send && shape "$node" "$rate" receive ;;
+    send | receive) shape "$node" "$rate" "$which" ;;
+    *) say "degrade: direction must be both, send or receive, got '$which'"; return 2 ;;
+  esac || { say "tc could not shape $node (is sch_tbf available?)"; return 1; }
+  say "$node throttled to $rate ($which)"
+}
+
+restore() {
+  local node=${1:-}
+  [ -n "$node" ] || { say "restore NODE"; return 2; }
+  tc qdisc del dev "$node" root 2>/dev/null
+  nsenter --net="/var/run/netns/$node" tc qdisc del dev eth0 root 2>/dev/null
+  return 0
+}
+
 case ${1:-} in
   start) start "${2:-2}" ;;
+  degrade) degrade "${2:-}" "${3:-}" "${4:-both}" ;;
+  restore) restore "${2:-}" ;;
   stop) stop ;;
   status) sinfo -N ;;
   check) check ;;
   *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -4,41 +4,15 @@ hostnames and private /tmp, ranks launched by srun through PMIx, as on a real cl
 Exits 77 (ctest: skipped, with the reason printed) where this host cannot run the cluster: not
 root, no network namespaces, or Slurm missing. The cluster is always stopped: in tearDownClass,
 at exit, on SIGTERM, and by the ctest fixture slurm.vcluster_teardown if this process is killed."""
-import atexit
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
-import sys
 import time
-import unittest
 
-from harness import BIN, TINY, Run, mpirun
+from harness import TINY, mpirun
+from vcluster_harness import SCRIPTS, WORK, ClusterCase, main, run
 
-SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
-VCLUSTER = os.path.join(SCRIPTS, "vcluster.sh")
-STATE = os.environ.get("VC_STATE", "/var/lib/trainproof-vcluster")
-# Everything the nodes must see lives under the state folder: the build may sit in /tmp, which
-# each node replaces with its own.
-WORK = os.path.join(STATE, "test-work")
-ENV = dict(os.environ, SLURM_CONF=os.path.join(STATE, "slurm.conf"), VC_STATE=STATE)
 SRUN = ["srun", "-N2", "-n4", "--mpi=pmix", "-K1"]
-
-
-def stop_cluster():
-    subprocess.run([VCLUSTER, "stop"], env=ENV, capture_output=True, timeout=120)
-
-
-def run(cmd, report=None, timeout=180):
-    proc = subprocess.run(cmd, cwd=WORK, env=ENV, capture_output=True, text=True,
-                          timeout=timeout)
-    parsed = None
-    if report and os.path.exists(report):
-        with open(report) as f:
-            parsed = json.load(f)
-    return Run(proc.returncode, proc.stdout, proc.stderr, parsed)
 
 
 def squeue(job):
@@ -54,25 +28,8 @@ def wait_for(condition, seconds):
     return False
 
 
-class VirtualCluster(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        atexit.register(stop_cluster)
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        started = subprocess.run([VCLUSTER, "start", "2"], env=ENV, capture_output=True,
-                                 text=True, timeout=180)
-        assert started.returncode == 0, started.stdout + started.stderr
-        shutil.rmtree(WORK, ignore_errors=True)
-        os.makedirs(WORK)
-        cls.bin = os.path.join(WORK, "trainproof")
-        shutil.copy2(BIN, cls.bin)
-        cls.tiny = os.path.join(WORK, "tiny.ini")
-        shutil.copy2(TINY, cls.tiny)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(WORK, ignore_errors=True)
-        stop_cluster()
+class VirtualCluster(ClusterCase):
+    NODES = 2
 
     def train(self, name, *args, launcher=SRUN):
         report = os.path.join(WORK, f"{name}.json")
@@ -179,14 +136,5 @@ class VirtualCluster(unittest.TestCase):
         self.assertNotEqual(drill.report["verdict"], "FAIL")
 
 
-def main():
-    check = subprocess.run([VCLUSTER, "check"], env=ENV, capture_output=True, text=True)
-    if check.returncode != 0:
-        print("skipped:", (check.stdout + check.stderr).strip())
-        sys.exit(77)
-    print("trainproof:", BIN, "launcher:", " ".join(SRUN), file=sys.stderr)
-    unittest.main(verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    main(SRUN)
