@@ -141,6 +141,8 @@ TestHooks test_hooks_from(const po::variables_map& vm) {
   t.unshared_checkpoint_rank = vm["test.unshared_checkpoint_rank"].as<int>();
   t.host_memory_bytes = vm["test.host_memory_bytes"].as<int64_t>();
   t.skip_restore = one_of(vm, "test.skip_restore", {"", "moment1"});
+  t.sysfs_root = vm["test.sysfs_root"].as<std::string>();
+  t.sysfs_root_rank = vm["test.sysfs_root_rank"].as<int>();
   if (t.split_hosts < 0) throw UsageError("test.split_hosts must be >= 0");
   return t;
 }
@@ -311,6 +313,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   c.epochs = in_range(vm, "train.epochs", 0.0, kMaxEpochs, false);
   if (c.epochs > 0 && c.data.dir.empty()) throw UsageError("train.epochs needs data.dir");
   c.test = test_hooks_from(vm);
+  c.preflight_topology = vm["preflight.topology"].as<bool>();
   return c;
 }
 

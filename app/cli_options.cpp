@@ -219,6 +219,18 @@ po::options_description drill_options() {
   return group;
 }
 
+po::options_description preflight_options() {
+  po::options_description group("Preflight (train and sweep)");
+  // clang-format off
+  group.add_options()
+      ("preflight.topology", po::value<bool>()->default_value(true),
+       "read every node's CPUs, memory, NICs, InfiniBand ports, PCIe links, GPUs and library "
+       "versions at start, and flag a node that differs from the majority or has a PCIe link "
+       "trained below its width (docs/sweep.md, \"Topology preflight\")");
+  // clang-format on
+  return group;
+}
+
 po::options_description sweep_options() {
   po::options_description group("Sweep (trainproof sweep; docs/sweep.md)");
   // clang-format off
@@ -283,6 +295,10 @@ po::options_description test_options() {
        "each dataset sample read sleeps this long (the negative control of the data stall)")
       ("test.mpi_error_rank", po::value<int>()->default_value(-1),
        "make this rank issue an invalid MPI call before training (exit code 3 path)")
+      ("test.sysfs_root", po::value<std::string>()->default_value(""),
+       "the topology preflight of test.sysfs_root_rank's node reads this tree instead of /sys")
+      ("test.sysfs_root_rank", po::value<int>()->default_value(-1),
+       "the rank (the first of its node) that reads test.sysfs_root")
       ("test.corrupt_sweep_rank", po::value<int>()->default_value(-1),
        "sweep: perturb this world rank's result of every row before it is checked");
   // clang-format on
@@ -303,6 +319,7 @@ po::options_description option_registry() {
       .add(fault_options())
       .add(data_options())
       .add(drill_options())
+      .add(preflight_options())
       .add(sweep_options())
       .add(test_options());
   return all;

@@ -269,7 +269,7 @@ json build_context(const ContextInputs& in) {
   ctx["versions"] = versions(in.backends);
   ctx["gpus"] = in.gpus;
   ctx["nccl"] = nccl_settings(in.backends);
-  ctx["nvidia_smi_topo"] = nvidia_smi_topology();
+  ctx["nodes"] = in.nodes;  // each with its own nvidia_smi_topo
   ctx["environment"] = launcher_environment(process_environment());
   ctx["checkpoint_filesystem"] = checkpoint_filesystem(in.folder);
   ctx["backends"] = {{"compute", in.backends.compute},

@@ -66,6 +66,8 @@ struct ContextInputs {
   std::vector<std::string> gpu_warnings;
   int64_t measured_steps = 0;
   std::optional<CheckpointFolderFacts> folder;
+  // context.nodes[]: each node's topology and software stack (app/topology_facts.h).
+  nlohmann::json nodes = nlohmann::json::array();
 };
 nlohmann::json build_context(const ContextInputs& in);
 

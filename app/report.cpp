@@ -277,6 +277,8 @@ NodeSection node_section(const RunRecord& run, const RankFigures& f) {
     if (node_scores[n] < kStragglerThreshold)
       reasons.push_back("node compute p50 " + ms(node_compute[n]) + " against a node median of " +
                         ms(median(node_compute)) + " (score " + fixed2(node_scores[n]) + ")");
+    if (const auto t = run.topology_reasons.find(hosts.names[n]); t != run.topology_reasons.end())
+      for (const std::string& why : t->second) reasons.push_back(why);
     if (!reasons.empty()) section.flagged.push_back(hosts.names[n]);
     section.nodes.push_back({{"host", hosts.names[n]},
                              {"ranks", ranks},

@@ -1,6 +1,7 @@
 #pragma once
 // The JSON report (schema "trainproof.report/1", docs/report.md). build_report is a pure function
 // of the typed records rank 0 gathered, so its arithmetic and verdict are unit-tested without MPI.
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -14,7 +15,10 @@
 
 namespace tp {
 
-inline constexpr const char* kReportSchema = "trainproof.report/1";
+inline constexpr const char* kReportSchema = "trainproof.report/2";
+// Reports `trainproof report` still reads: /1 had no context.nodes, and nvidia_smi_topo (rank 0's
+// alone) in the context itself.
+inline constexpr const char* kOlderReportSchema = "trainproof.report/1";
 
 struct RankInfo {
   int rank = 0;
@@ -59,6 +63,8 @@ struct RunRecord {
   CollectiveCheck collective;
   std::string comm_timing_method;
   std::vector<double> cpu_share;  // [rank]: CPUs of its own (common/sysinfo.h cpu_shares)
+  // host -> why the topology preflight flags it (app/topology_facts.h)
+  std::map<std::string, std::vector<std::string>> topology_reasons;
 };
 
 nlohmann::json build_report(const RunRecord& run);

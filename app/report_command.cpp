@@ -34,8 +34,10 @@ int run_report(const Invocation& inv) {
   if (!in) throw UsageError("report: cannot open '" + path + "'");
   try {
     const nlohmann::json report = nlohmann::json::parse(in);
-    if (!report.is_object() || report.value("schema", "") != kReportSchema)
-      throw UsageError("report '" + path + "': schema is not " + std::string(kReportSchema));
+    const std::string schema = report.is_object() ? report.value("schema", "") : "";
+    if (schema != kReportSchema && schema != kOlderReportSchema)
+      throw UsageError("report '" + path + "': schema is not " + std::string(kReportSchema) +
+                       " or " + kOlderReportSchema);
     const std::string verdict = verdict_of(report, path);
     std::cout << render_summary(report);
     return exit_code_for(verdict);

@@ -15,6 +15,7 @@
 #include "app/sweep_pairwise.h"
 #include "app/sweep_report.h"
 #include "app/sweep_summary.h"
+#include "app/topology_facts.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -38,14 +39,6 @@ struct GroupSetup {
   }
 };
 
-// This rank's place among its host's ranks, from the host names: a rail is "local rank k" on
-// every node, and a node is a host name (so pretend hosts split one machine alike).
-int rank_on_host(const World& world) {
-  int before = 0;
-  for (int r = 0; r < world.rank; ++r) before += world.host_of_rank[size_t(r)] == world.host;
-  return before;
-}
-
 GroupSetup make_group(const std::string& split, const World& world, Collective& all) {
   GroupSetup g;
   if (split == "none") {
@@ -56,7 +49,7 @@ GroupSetup make_group(const std::string& split, const World& world, Collective& 
   }
   const int node =
       int(std::find(world.hosts.begin(), world.hosts.end(), world.host) - world.hosts.begin());
-  const int rail = rank_on_host(world);
+  const int rail = world.index_on_host();
   const int color = split == "node" ? node : rail;
   g.name = split == "node" ? "node " + world.host : "rail " + std::to_string(rail);
   g.split = all.split(color, world.rank);
@@ -154,7 +147,7 @@ std::vector<SweepGroupRecord> run_collectives(const SweepConfig& cfg, const Worl
 
 json sweep_context(const Invocation& inv, const TrainConfig& train, const World& world,
                    const std::string& start_time, const Backends& backends,
-                   const HostGpuFacts& gpus, int iters) {
+                   const HostGpuFacts& gpus, int iters, const json& nodes) {
   const ContextInputs in{inv,
                          train,
                          world,
@@ -164,7 +157,8 @@ json sweep_context(const Invocation& inv, const TrainConfig& train, const World&
                          gpus.gpus,
                          gpus.warnings,
                          iters,
-                         std::nullopt};
+                         std::nullopt,
+                         nodes};
   return build_context(in);
 }
 
@@ -201,6 +195,7 @@ int sweep_on_world(const Invocation& inv, const SweepConfig& cfg, const TrainCon
   check_report_path(inv.options["report"].as<std::string>(), world);
   Backends backends = select_backends(train, world, nullptr);
   check_backend_runs(cfg, world, *backends.comm);
+  const TopologyPreflight topology = run_topology_preflight(train, world, backends);
   if (world.rank == 0)
     spdlog::info("sweep: {} ranks on {} hosts, comm {}, {}, {} to {} bytes", world.size,
                  world.hosts.size(), backends.comm->name(), sweep_type_name(cfg.plan.type),
@@ -210,13 +205,15 @@ int sweep_on_world(const Invocation& inv, const SweepConfig& cfg, const TrainCon
   record.backend = backends.comm->name();
   record.host_of_rank = world.host_of_rank;
   record.hosts = world.hosts;
+  record.topology_reasons = topology.judgement.reasons;
   if (cfg.mode == "pairwise")
     record.pairwise = run_pairwise(cfg, world, *backends.comm);
   else
     record.groups = run_collectives(cfg, world, *backends.comm);
   const HostGpuFacts gpus = gather_gpu_facts(world, backends);
   if (world.rank == 0)
-    record.context = sweep_context(inv, train, world, start_time, backends, gpus, cfg.plan.iters);
+    record.context = sweep_context(inv, train, world, start_time, backends, gpus, cfg.plan.iters,
+                                   topology.nodes);
   return report_sweep(inv, record, world);
 }
 

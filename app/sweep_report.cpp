@@ -82,9 +82,21 @@ size_t rows_run(const SweepRecord& record) {
   return n;
 }
 
+json topology_check(const SweepRecord& record) {
+  std::string hosts;
+  for (const auto& [host, why] : record.topology_reasons)
+    hosts += (hosts.empty() ? "" : ", ") + host;
+  return gate_check("topology", record.topology_reasons.size(), 0, hosts.empty() ? "pass" : "warn",
+                    hosts.empty() ? "no node differs from the majority or has a degraded link"
+                                  : "flagged: " + hosts);
+}
+
 json checks_of(const SweepRecord& record, const WrongSummary& wrong) {
-  json checks = json::array();
-  if (record.pairwise) return pairwise_checks(*record.pairwise);
+  json checks = json::array({topology_check(record)});
+  if (record.pairwise) {
+    for (const json& c : pairwise_checks(*record.pairwise)) checks.push_back(c);
+    return checks;
+  }
   checks.push_back(
       gate_check("sweep_correctness", wrong.total, 0, wrong.total == 0 ? "pass" : "fail",
                  wrong.total == 0 ? "every element of every row was right" : wrong.first));
@@ -96,8 +108,10 @@ json checks_of(const SweepRecord& record, const WrongSummary& wrong) {
 }
 
 json nodes_json(const SweepRecord& record) {
-  const auto reasons = record.pairwise ? pairwise_node_reasons(*record.pairwise)
-                                       : std::map<std::string, std::vector<std::string>>{};
+  auto reasons = record.topology_reasons;
+  if (record.pairwise)
+    for (const auto& [host, why] : pairwise_node_reasons(*record.pairwise))
+      reasons[host].insert(reasons[host].end(), why.begin(), why.end());
   json nodes = json::array();
   for (const std::string& host : record.hosts) {
     json ranks = json::array();

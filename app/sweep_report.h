@@ -2,6 +2,7 @@
 // A sweep's report (docs/sweep.md, "The report"): the same contract as a training run's (schema,
 // verdict, context, nodes[], gate.checks[]) with a `sweep` section instead of `train`. Built from
 // typed records by a pure function, so its verdict is unit-tested without MPI.
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -49,11 +50,12 @@ struct PairwiseRecord {
 struct SweepRecord {
   SweepConfig config;
   nlohmann::json context;
-  std::string backend;                     // "mpi" or "nccl"
-  std::vector<std::string> host_of_rank;   // [world rank]
-  std::vector<std::string> hosts;          // in order of first rank
-  std::vector<SweepGroupRecord> groups;    // sweep.mode=collectives
-  std::optional<PairwiseRecord> pairwise;  // sweep.mode=pairwise
+  std::string backend;                                               // "mpi" or "nccl"
+  std::vector<std::string> host_of_rank;                             // [world rank]
+  std::vector<std::string> hosts;                                    // in order of first rank
+  std::map<std::string, std::vector<std::string>> topology_reasons;  // host -> why flagged
+  std::vector<SweepGroupRecord> groups;                              // sweep.mode=collectives
+  std::optional<PairwiseRecord> pairwise;                            // sweep.mode=pairwise
 };
 
 // One row of sweep.results[].

@@ -16,6 +16,7 @@
 #include "app/report_text.h"
 #include "app/run_facts.h"
 #include "app/summary.h"
+#include "app/topology_facts.h"
 #include "app/train_setup.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -45,6 +46,7 @@ struct RunOutcome {
   double first_step_end_unix = 0;
   std::optional<CheckpointRestore> restored;
   const CheckpointDriver* checkpoints = nullptr;
+  TopologyPreflight topology;
 };
 
 void check_batch_covers_world(const TrainConfig& cfg, const World& world) {
@@ -155,19 +157,20 @@ int report_run(const Invocation& inv, const TrainConfig& cfg, const World& world
                const Backends& backends, const RunOutcome& run, RunFacts facts) {
   int exit_code = kExitPass;
   if (world.rank == 0) {
-    ContextInputs context{
-        inv,
-        cfg,
-        world,
-        run.start_time,
-        {backends.compute->name(), backends.comm->name(), backends.notes, backends.gpu,
-         backends.gpu_sharers},
-        facts.gpus.gpus,
-        facts.gpus.warnings,
-        int64_t(run.result.measured.size()),
-        run.checkpoints ? std::optional(run.checkpoints->folder()) : std::nullopt};
+    ContextInputs context{inv,
+                          cfg,
+                          world,
+                          run.start_time,
+                          {backends.compute->name(), backends.comm->name(), backends.notes,
+                           backends.gpu, backends.gpu_sharers},
+                          facts.gpus.gpus,
+                          facts.gpus.warnings,
+                          int64_t(run.result.measured.size()),
+                          run.checkpoints ? std::optional(run.checkpoints->folder()) : std::nullopt,
+                          run.topology.nodes};
     RunRecord record =
         record_of(cfg, run, std::move(facts), backends.comm->timing_method(cfg.overlap));
+    record.topology_reasons = run.topology.judgement.reasons;
     record.context = build_context(context);
     json report = build_report(record);
     make_report_text_valid(report);
@@ -215,6 +218,7 @@ int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
   const Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps);
   check_batch_covers_world(cfg, world);
   Backends backends = select_backends(cfg, world, heartbeat.get());
+  run.topology = run_topology_preflight(cfg, world, backends);
   const BatchShare share = batch_share(cfg.model.global_batch, world.size, world.rank);
   initialize_model(cfg, world, backends, share);
   AlignedClock clock(cfg.test.clock_offset_rank == world.rank ? cfg.test.clock_offset_s : 0.0);

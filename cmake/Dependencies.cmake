@@ -6,6 +6,7 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 
 # Debian installs the parallel (Open MPI) HDF5 flavour under its own prefix; prefer it explicitly so
 # a serial HDF5 on the same host is never picked up by accident.

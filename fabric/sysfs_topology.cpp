@@ -94,6 +94,38 @@ std::vector<IbPortFacts> read_ib_ports(const std::string& sysfs_root) {
   return ports;
 }
 
+std::vector<IbErrorCounters> read_ib_error_counters(const std::string& sysfs_root) {
+  std::vector<IbErrorCounters> ports;
+  for (const fs::path& device : entries(fs::path(sysfs_root) / "class" / "infiniband"))
+    for (const fs::path& port : entries(device / "ports")) {
+      const fs::path counters = port / "counters";
+      ports.push_back({device.filename().string(), port.filename().string(),
+                       number(counters / "symbol_error"), number(counters / "link_downed"),
+                       number(counters / "port_rcv_errors")});
+    }
+  return ports;
+}
+
+std::vector<std::string> grown_error_counters(const std::vector<IbErrorCounters>& before,
+                                              const std::vector<IbErrorCounters>& after) {
+  std::vector<std::string> grown;
+  for (const IbErrorCounters& now : after)
+    for (const IbErrorCounters& then : before) {
+      if (then.device != now.device || then.port != now.port) continue;
+      const std::pair<const char*, std::pair<long long, long long>> counters[] = {
+          {"symbol_error", {then.symbol_error, now.symbol_error}},
+          {"link_downed", {then.link_downed, now.link_downed}},
+          {"port_rcv_errors", {then.port_rcv_errors, now.port_rcv_errors}}};
+      for (const auto& [name, values] : counters)
+        if (values.first >= 0 && values.second > values.first)
+          grown.push_back(now.device + " port " + now.port + ": " + name + " grew by " +
+                          std::to_string(values.second - values.first) + " (" +
+                          std::to_string(values.first) + " -> " + std::to_string(values.second) +
+                          ") during the pairwise pass");
+    }
+  return grown;
+}
+
 std::vector<PcieLinkFacts> read_pcie_links(const std::string& sysfs_root) {
   std::vector<PcieLinkFacts> links;
   for (const fs::path& device : entries(fs::path(sysfs_root) / "bus" / "pci" / "devices")) {

@@ -35,6 +35,17 @@ struct PcieLinkFacts {
 // Physical interfaces (those with a device link) and any others except loopback, by name.
 std::vector<NicFacts> read_nics(const std::string& sysfs_root);
 std::vector<IbPortFacts> read_ib_ports(const std::string& sysfs_root);
+// A port's error counters (class/infiniband/DEV/ports/PORT/counters/): -1 when not reported.
+struct IbErrorCounters {
+  std::string device, port;
+  long long symbol_error = -1, link_downed = -1, port_rcv_errors = -1;
+};
+std::vector<IbErrorCounters> read_ib_error_counters(const std::string& sysfs_root);
+// "mlx5_0 port 1: symbol_error grew by 12 (0 -> 12)" for every counter that grew between two
+// reads of the same node.
+std::vector<std::string> grown_error_counters(const std::vector<IbErrorCounters>& before,
+                                              const std::vector<IbErrorCounters>& after);
+
 // The links of network controllers and display (GPU) controllers, by address.
 std::vector<PcieLinkFacts> read_pcie_links(const std::string& sysfs_root);
 

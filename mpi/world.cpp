@@ -11,6 +11,10 @@ int World::ranks_on(const std::string& h) const {
   return static_cast<int>(std::count(host_of_rank.begin(), host_of_rank.end(), h));
 }
 
+int World::index_on_host() const {
+  return static_cast<int>(std::count(host_of_rank.begin(), host_of_rank.begin() + rank, host));
+}
+
 World make_world(const std::string& host_override) {
   World w;
   mpiCheck(MPI_Comm_dup(MPI_COMM_WORLD, &w.comm));

@@ -18,6 +18,9 @@ struct World {
   std::vector<std::string> hosts;         // distinct, in order of first rank
 
   int ranks_on(const std::string& h) const;
+  // This rank's place among the ranks of its host, by host name (0 for the host's first rank).
+  // Unlike local_rank it follows the host names, pretend hosts included.
+  int index_on_host() const;
 };
 
 // `host_override`, when non-empty, replaces this rank's host name before it is gathered. Tests use

@@ -9,7 +9,7 @@ packages=(
   libhdf5-openmpi-dev
   libboost-program-options-dev libspdlog-dev
   libgtest-dev libgmock-dev
-  nlohmann-json3-dev libopenblas-dev libxxhash-dev
+  nlohmann-json3-dev libopenblas-dev libxxhash-dev libhwloc-dev
   python3 clang-format clang-tidy shellcheck
   # g++'s ThreadSanitizer runtime, for scripts/tsan.sh; g++ usually brings it already.
   libtsan2

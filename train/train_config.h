@@ -22,6 +22,8 @@ struct TestHooks {
   double read_delay_ms = 0;  // each dataset sample read sleeps this long
   int unshared_checkpoint_rank = -1;  // this rank's preflight sees a folder of its own
   int64_t host_memory_bytes = 0;      // > 0: the host's available memory, for the memory check
+  std::string sysfs_root;             // the topology preflight of sysfs_root_rank's node reads it
+  int sysfs_root_rank = -1;
 };
 
 // The storage-backed dataset (data/), when data.dir is set; the synthetic in-memory source else.
@@ -44,6 +46,7 @@ struct DataConfig {
 
 struct TrainConfig {
   ModelSpec model;
+  bool preflight_topology = true;  // read and compare every node's topology at start
   int64_t steps = 0;
   int64_t warmup_steps = 0;
   uint64_t seed = 0;

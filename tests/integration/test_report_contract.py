@@ -23,7 +23,7 @@ class ReportContract(unittest.TestCase):
 
     def test_top_level(self):
         r = self.report
-        self.assertEqual(r["schema"], "trainproof.report/1")
+        self.assertEqual(r["schema"], "trainproof.report/2")
         self.assertIn(r["verdict"], ("PASS", "WARN", "FAIL"))
         for key in ("context", "ranks", "nodes", "train", "gate"):
             self.assertIn(key, r)
@@ -47,7 +47,16 @@ class ReportContract(unittest.TestCase):
         self.assertNotIn("\x00", c["versions"]["mpi"])
         self.assertRegex(c["versions"]["hdf5"], r"^1\.\d+\.\d+")
         self.assertIsInstance(c["gpus"], list)
-        self.assertIn("nvidia_smi_topo", c)
+        # One entry per node, with what its own first rank read (docs/report.md).
+        self.assertEqual([n["host"] for n in c["nodes"]], c["hosts"])
+        for node in c["nodes"]:
+            self.assertIn("nvidia_smi_topo", node)
+            self.assertGreater(node["cpu"]["cores"], 0)
+            self.assertGreater(node["memory_bytes"], 0)
+            self.assertIn("Open MPI", node["versions"]["mpi"])
+            for key in ("nics", "ib_ports", "pcie_links"):
+                self.assertIsInstance(node[key], list)
+        self.assertNotIn("nvidia_smi_topo", c)
         self.assertIn("checkpoint_filesystem", c)
         self.assertEqual(c["environment"].get("NCCL_DEBUG"), "WARN")
         self.assertEqual(c["environment"].get("SLURM_FAKE_AUTH_TOKEN"), "<redacted>")

@@ -31,6 +31,27 @@ class ReportSubcommand(unittest.TestCase):
             self.assertIn(path, bad.stderr)
         self.assertEqual(direct("report", "/nonexistent.json").returncode, 2)
 
+    def test_reads_the_previous_schema_and_refuses_others(self):
+        run = mpirun(2)
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(run.report["schema"], "trainproof.report/2")
+        # A /1 report: no context.nodes, rank 0's nvidia_smi_topo in the context.
+        old = dict(run.report, schema="trainproof.report/1")
+        old["context"] = dict(old["context"], nvidia_smi_topo=None)
+        del old["context"]["nodes"]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            with open(path, "w") as f:
+                json.dump(old, f)
+            again = direct("report", path)
+            self.assertEqual(again.returncode, 0, again)
+            self.assertIn(again.stdout, run.stdout)
+            with open(path, "w") as f:
+                json.dump(dict(old, schema="trainproof.report/3"), f)
+            bad = direct("report", path)
+            self.assertEqual(bad.returncode, 2, bad)
+            self.assertIn("schema is not trainproof.report/2 or trainproof.report/1", bad.stderr)
+
     def test_hostile_reports_are_refused_or_shown_inert(self):
         run = mpirun(2)
         self.assertEqual(run.returncode, 0, run)

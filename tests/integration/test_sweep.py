@@ -133,6 +133,59 @@ class Refusals(unittest.TestCase):
             self.assertIn(name, proc.stderr)
 
 
+def downgraded_sysfs(root):
+    """A node's sysfs with one NIC whose PCIe link trained to x8 of x16."""
+    device = os.path.join(root, "devices", "pci0000:00", "0000:41:00.0")
+    os.makedirs(device)
+    for name, value in [("class", "0x020000"), ("current_link_width", "8"),
+                        ("max_link_width", "16"), ("current_link_speed", "2.5 GT/s PCIe"),
+                        ("max_link_speed", "16.0 GT/s PCIe"), ("numa_node", "0")]:
+        with open(os.path.join(device, name), "w") as f:
+            f.write(value + "\n")
+    os.makedirs(os.path.join(root, "bus", "pci", "devices"))
+    os.symlink(device, os.path.join(root, "bus", "pci", "devices", "0000:41:00.0"))
+
+
+class Preflight(unittest.TestCase):
+    """Three pretend nodes; the third reads a sysfs tree with a PCIe link trained down."""
+
+    def run_with_fixture(self, *args, subcommand="sweep"):
+        with tempfile.TemporaryDirectory() as tmp:
+            downgraded_sysfs(tmp)
+            hooks = ["--test.split_hosts=3", f"--test.sysfs_root={tmp}",
+                     "--test.sysfs_root_rank=2"]
+            if subcommand == "sweep":
+                return sweep(3, "--sweep.ops=allreduce", *hooks, *args)
+            return mpirun(3, *hooks, *args)
+
+    def flagged(self, report):
+        return {n["host"]: n["reasons"] for n in report["nodes"] if n["flagged"]}
+
+    def test_the_node_with_a_downgraded_link_is_flagged_by_sweep_and_train(self):
+        for subcommand in ("sweep", "train"):
+            run = self.run_with_fixture(subcommand=subcommand)
+            self.assertEqual(run.returncode, 0, run)
+            self.assertEqual(run.report["verdict"], "WARN", run)
+            # Only topology reasons count here: 3 ranks training on 2 cores may also flag a
+            # straggler.
+            flagged = {host: [r for r in why if r.startswith("topology: ")]
+                       for host, why in self.flagged(run.report).items()}
+            flagged = {host: why for host, why in flagged.items() if why}
+            self.assertEqual(list(flagged), [run.report["context"]["hosts"][2]], flagged)
+            reasons = list(flagged.values())[0]
+            self.assertTrue(any("0000:41:00.0 (network): PCIe link trained to x8, capable of x16"
+                                in r for r in reasons), reasons)
+            nodes = run.report["context"]["nodes"]
+            self.assertEqual(len(nodes), 3)
+            self.assertEqual(nodes[2]["pcie_links"][0]["current_width"], 8)
+
+    def test_turned_off_it_reads_and_flags_nothing(self):
+        run = self.run_with_fixture("--preflight.topology=false")
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(self.flagged(run.report), {})
+        self.assertEqual([sorted(n) for n in run.report["context"]["nodes"]], [["host"]] * 3)
+
+
 class Reprint(unittest.TestCase):
     def test_report_reprints_the_table(self):
         with tempfile.TemporaryDirectory() as tmp:

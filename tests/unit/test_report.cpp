@@ -53,7 +53,7 @@ void expect_golden(const std::string& text, const std::string& name) {
 
 TEST(Report, FlagsExactlyTheStragglerAndItsNode) {
   const json report = tp::build_report(sample_run());
-  EXPECT_EQ(report["schema"], "trainproof.report/1");
+  EXPECT_EQ(report["schema"], "trainproof.report/2");
   EXPECT_EQ(report["verdict"], "WARN");
   for (const auto& rank : report["ranks"])
     EXPECT_EQ(rank["flagged"].get<bool>(), rank["rank"] == 1) << rank.dump();

@@ -110,4 +110,21 @@ TEST_F(SysfsTopology, AMissingTreeReadsAsNothing) {
   EXPECT_TRUE(tp::read_pcie_links(root.string()).empty());
 }
 
+TEST_F(SysfsTopology, IbErrorCountersThatGrowAreNamedWithTheirPort) {
+  const fs::path port = root / "class" / "infiniband" / "mlx5_0" / "ports" / "1";
+  write(port / "rate", "200 Gb/sec (4X HDR)");
+  write(port / "counters" / "symbol_error", "3");
+  write(port / "counters" / "link_downed", "0");
+  // port_rcv_errors left out: a driver that does not report it is not an error
+  const auto before = tp::read_ib_error_counters(root.string());
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before[0].symbol_error, 3);
+  EXPECT_EQ(before[0].port_rcv_errors, -1);
+  EXPECT_TRUE(tp::grown_error_counters(before, before).empty());
+  write(port / "counters" / "symbol_error", "15");
+  const auto grown = tp::grown_error_counters(before, tp::read_ib_error_counters(root.string()));
+  ASSERT_EQ(grown.size(), 1u);
+  EXPECT_EQ(grown[0], "mlx5_0 port 1: symbol_error grew by 12 (3 -> 15) during the pairwise pass");
+}
+
 }  // namespace
