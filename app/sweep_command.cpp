@@ -22,6 +22,7 @@
 #include "common/sysinfo.h"
 #include "fabric/sweep_data.h"
 #include "mpi/check.h"
+#include "mpi/gather.h"
 
 namespace tp {
 namespace {
@@ -109,17 +110,15 @@ class LivePrinter {
 std::vector<SweepGroupRecord> gather_groups(const World& world, const GroupSetup& group,
                                             Collective& collective,
                                             const std::vector<SweepRow>& rows) {
-  std::string mine;
+  json mine;  // null: this rank does not speak for its group
   if (collective.group_rank() == 0) {
     json rows_json = json::array();
     for (const SweepRow& row : rows) rows_json.push_back(sweep_row_json(row, group.name));
-    mine =
-        json{{"name", group.name}, {"world_ranks", group.world_ranks}, {"rows", rows_json}}.dump();
+    mine = {{"name", group.name}, {"world_ranks", group.world_ranks}, {"rows", rows_json}};
   }
   std::vector<SweepGroupRecord> groups;
-  for (const std::string& text : gather_strings_at_root(world, mine)) {
-    if (text.empty()) continue;
-    const json j = json::parse(text);
+  for (const json& j : gather_records_at_root(world, mine)) {
+    if (j.is_null()) continue;
     SweepGroupRecord g{j.at("name"), j.at("world_ranks"), {}};
     for (const json& row : j.at("rows")) g.rows.push_back(sweep_row_from_json(row));
     groups.push_back(std::move(g));
@@ -207,7 +206,11 @@ int sweep_on_world(const Invocation& inv, const SweepConfig& cfg, const TrainCon
   record.hosts = world.hosts;
   record.topology_reasons = topology.judgement.reasons;
   if (cfg.mode == "pairwise")
-    record.pairwise = run_pairwise(cfg, world, *backends.comm);
+    record.pairwise =
+        run_pairwise(cfg, world, *backends.comm,
+                     train.test.sysfs_root_rank == world.rank && !train.test.sysfs_root.empty()
+                         ? train.test.sysfs_root
+                         : "/sys");
   else
     record.groups = run_collectives(cfg, world, *backends.comm);
   const HostGpuFacts gpus = gather_gpu_facts(world, backends);

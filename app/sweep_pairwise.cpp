@@ -7,8 +7,10 @@
 
 #include "common/stats.h"
 #include "fabric/pairwise.h"
+#include "fabric/sysfs_topology.h"
 #include "fabric/tournament.h"
 #include "mpi/check.h"
+#include "mpi/gather.h"
 
 namespace tp {
 namespace {
@@ -61,12 +63,10 @@ std::vector<PairTransfer> gather_transfers(const World& world,
   json list = json::array();
   for (const PairTransfer& t : mine) list.push_back(transfer_json(t));
   std::vector<PairTransfer> all;
-  for (const std::string& text : gather_strings_at_root(world, list.dump())) {
-    if (text.empty()) continue;
-    for (const json& j : json::parse(text))
+  for (const json& rank_list : gather_records_at_root(world, list))
+    for (const json& j : rank_list)
       all.push_back({j[0], j[1], j[2].get<bool>() ? PairMode::both_ways : PairMode::one_way, j[3],
                      j[4], j[5]});
-  }
   return all;
 }
 
@@ -166,9 +166,30 @@ std::vector<std::vector<RankPair>> schedule_from(const std::string& text) {
   return rounds;
 }
 
+// Each node's ports whose error counters grew between `before` and now, at rank 0.
+std::map<std::string, std::vector<std::string>> grown_counters(
+    const World& world, const std::vector<IbErrorCounters>& before, const std::string& sysfs_root) {
+  json mine;  // null: nothing grew here, or not this node's first rank
+  if (world.index_on_host() == 0) {
+    const auto grown = grown_error_counters(before, read_ib_error_counters(sysfs_root));
+    if (!grown.empty()) mine = {{"host", world.host}, {"grown", grown}};
+  }
+  std::map<std::string, std::vector<std::string>> out;
+  for (const json& j : gather_records_at_root(world, mine)) {
+    if (j.is_null()) continue;
+    for (const json& g : j.at("grown"))
+      out[j.at("host")].push_back("InfiniBand " + g.get<std::string>());
+  }
+  return out;
+}
+
 }  // namespace
 
-PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collective& collective) {
+PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collective& collective,
+                            const std::string& sysfs_root) {
+  const std::vector<IbErrorCounters> counters_before = world.index_on_host() == 0
+                                                           ? read_ib_error_counters(sysfs_root)
+                                                           : std::vector<IbErrorCounters>{};
   PairwiseRecord record;
   record.pair_bytes = cfg.pair_bytes;
   record.pair_iters = cfg.pair_iters;
@@ -194,6 +215,7 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
                  second.size());
   const auto again = gather_transfers(world, measure_rounds(collective, world.comm, second, plan));
   if (world.rank == 0) record_second_pass(record.rails, again);
+  record.counter_reasons = grown_counters(world, counters_before, sysfs_root);
   return record;
 }
 

@@ -9,7 +9,9 @@
 
 namespace tp {
 
-// Collective; the record is complete on rank 0.
-PairwiseRecord run_pairwise(const SweepConfig& config, const World& world, Collective& collective);
+// Collective; the record is complete on rank 0. Each node's first rank reads its InfiniBand error
+// counters under `sysfs_root` before and after the pass.
+PairwiseRecord run_pairwise(const SweepConfig& config, const World& world, Collective& collective,
+                            const std::string& sysfs_root);
 
 }  // namespace tp

@@ -138,7 +138,7 @@ std::vector<std::string> pairwise_warnings(const PairwiseRecord& record) {
 
 std::map<std::string, std::vector<std::string>> pairwise_node_reasons(
     const PairwiseRecord& record) {
-  std::map<std::string, std::vector<std::string>> reasons;
+  std::map<std::string, std::vector<std::string>> reasons = record.counter_reasons;
   each_flag(record,
             [&](const PairwiseRail&, const std::string& host, const std::string& why, bool) {
               if (!host.empty()) reasons[host].push_back(why);
@@ -159,6 +159,10 @@ json pairwise_checks(const PairwiseRecord& record) {
     fail = fail || f;
     if (first.empty()) first = why;
   });
+  for (const auto& [host, grown] : record.counter_reasons) {
+    flags += int(grown.size());
+    if (first.empty()) first = host + ": " + grown.front();
+  }
   std::string note;
   for (const PairwiseRail& rail : record.rails)
     if (note.empty()) note = rail.judged_one_way.note;

@@ -43,6 +43,8 @@ struct PairwiseRecord {
   uint64_t pair_bytes = 0;
   int pair_iters = 0;
   std::vector<PairwiseRail> rails;
+  // host -> its InfiniBand ports whose error counters grew during the pass
+  std::map<std::string, std::vector<std::string>> counter_reasons;
   uint64_t wrong = 0;       // elements received that differ from what was sent
   std::string first_wrong;  // "vc-n1 -> vc-n2 (one way): 3 wrong elements", or ""
 };

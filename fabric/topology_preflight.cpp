@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "mpi/gather.h"
+
 namespace tp {
 namespace {
 
@@ -102,22 +104,19 @@ TopologyJudgement judge_topology(const std::vector<std::string>& hosts,
 }
 
 TopologyPreflight gather_topology(const World& world, const NodeTopology& mine) {
-  std::string text;
+  json mine_json;  // null on every rank but each host's first
   if (world.index_on_host() == 0) {
     json links = json::array();
     for (const PcieLinkFacts& l : mine.pcie_links) links.push_back(link_json(l));
-    text =
-        json{
-            {"node", node_topology_json(mine)}, {"facts", comparable_facts(mine)}, {"links", links}}
-            .dump();
+    mine_json = {
+        {"node", node_topology_json(mine)}, {"facts", comparable_facts(mine)}, {"links", links}};
   }
   TopologyPreflight out;
   std::vector<std::string> hosts;
   std::vector<NodeFacts> facts;
   std::vector<std::vector<PcieLinkFacts>> links;
-  for (const std::string& one : gather_strings_at_root(world, text)) {
-    if (one.empty()) continue;
-    const json j = json::parse(one);
+  for (const json& j : gather_records_at_root(world, mine_json)) {
+    if (j.is_null()) continue;
     out.nodes.push_back(j.at("node"));
     hosts.push_back(j.at("node").at("host"));
     facts.push_back(j.at("facts").get<NodeFacts>());

@@ -133,6 +133,34 @@ class Refusals(unittest.TestCase):
             self.assertIn(name, proc.stderr)
 
 
+class PairwiseOnOneHost(unittest.TestCase):
+    """The pass's mechanics on pretend nodes; naming a slow node needs real links
+    (tests/integration/test_fabric_cluster.py)."""
+    ARGS = ["--sweep.mode=pairwise", "--sweep.pair_bytes=65536", "--sweep.pair_iters=2"]
+
+    def test_every_directed_pair_is_measured_and_checked(self):
+        run = sweep(4, *self.ARGS, "--test.split_hosts=4")
+        self.assertIn(run.returncode, (0, 1), run)  # pairs on shared memory may differ a lot
+        p = run.report["sweep"]["pairwise"]
+        self.assertEqual(p["wrong"], 0)
+        rail = p["rails"][0]
+        self.assertEqual(rail["world_ranks"], [0, 1, 2, 3])
+        for matrix in ("one_way_gbps", "both_ways_gbps"):
+            for a in range(4):
+                for b in range(4):
+                    cell = rail[matrix][a][b]
+                    self.assertTrue(cell is None if a == b else cell > 0, (matrix, a, b, cell))
+        self.assertIn("row sends to column", run.stdout)
+
+    def test_two_nodes_are_measured_but_not_judged(self):
+        run = sweep(2, *self.ARGS, "--test.split_hosts=2")
+        self.assertEqual(run.returncode, 0, run)
+        check = [c for c in run.report["gate"]["checks"] if c["name"] == "pairwise_flags"][0]
+        self.assertEqual(check["status"], "pass")
+        self.assertIn("3 nodes or more are needed", check["reason"])
+        self.assertEqual([n["flagged"] for n in run.report["nodes"]], [False, False])
+
+
 def downgraded_sysfs(root):
     """A node's sysfs with one NIC whose PCIe link trained to x8 of x16."""
     device = os.path.join(root, "devices", "pci0000:00", "0000:41:00.0")
