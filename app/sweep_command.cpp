@@ -215,8 +215,10 @@ int sweep_on_world(const Invocation& inv, const SweepConfig& cfg, const TrainCon
     record.groups = run_collectives(cfg, world, *backends.comm);
   const HostGpuFacts gpus = gather_gpu_facts(world, backends);
   if (world.rank == 0)
-    record.context = sweep_context(inv, train, world, start_time, backends, gpus, cfg.plan.iters,
-                                   topology.nodes);
+    // The context's few-samples warning speaks of training steps; the sweep report words its
+    // own (app/sweep_report.cpp).
+    record.context = sweep_context(inv, train, world, start_time, backends, gpus,
+                                   kEnoughTimedIterations, topology.nodes);
   return report_sweep(inv, record, world);
 }
 

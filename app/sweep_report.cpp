@@ -205,6 +205,11 @@ json build_sweep_report(const SweepRecord& record) {
       sweep.erase(key);
     sweep["pairwise"] = pairwise_json(*record.pairwise);
   }
+  const int iters = record.pairwise ? record.config.pair_iters : record.config.plan.iters;
+  if (iters < kEnoughTimedIterations && record.context.contains("warnings"))
+    report["context"]["warnings"].push_back(
+        "only " + std::to_string(iters) + " timed iterations per " +
+        (record.pairwise ? "pair and direction" : "row") + ": p50 and p99 rest on few samples");
   if (record.pairwise && record.context.contains("warnings"))
     for (const std::string& w : pairwise_warnings(*record.pairwise))
       report["context"]["warnings"].push_back(w);

@@ -60,6 +60,9 @@ struct SweepRecord {
   std::optional<PairwiseRecord> pairwise;                            // sweep.mode=pairwise
 };
 
+// Fewer timed iterations per row than this get a warning: p50 and p99 rest on few samples.
+inline constexpr int kEnoughTimedIterations = 10;
+
 // One row of sweep.results[].
 nlohmann::json sweep_row_json(const SweepRow& row, const std::string& group);
 // The row back from its JSON (how rank 0 receives the other groups' rows).

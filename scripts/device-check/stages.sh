@@ -7,10 +7,9 @@
 # GPU_LIB_DIRS, GPU_VISIBLE (yes or no), ISOLATE and STAGE_LOG.
 
 # shellcheck disable=SC2034 # the table is read by scripts/device-check.sh
-STAGES=(environment cpu_smoke gpu_unit_tests gemm_vs_torch train_nccl_1rank train_cuda_mpi_2rank
-        checkpoint_resume data_path)
-# --- Later capabilities add their stages here (function, time limit, entry in STAGES), e.g.
-#     collective_sweep:  `trainproof sweep` over NCCL on the GPU, checking algbw/busbw and `wrong`.
+STAGES=(environment cpu_smoke gpu_unit_tests gemm_vs_torch train_nccl_1rank collective_sweep
+        train_cuda_mpi_2rank checkpoint_resume data_path)
+# --- Later capabilities add their stages here (function, time limit, entry in STAGES).
 # shellcheck disable=SC2034
 declare -A STAGE_LIMIT_S=(
   [environment]=60
@@ -18,6 +17,7 @@ declare -A STAGE_LIMIT_S=(
   [gpu_unit_tests]=120
   [gemm_vs_torch]=150
   [train_nccl_1rank]=90
+  [collective_sweep]=90
   [train_cuda_mpi_2rank]=150
   [checkpoint_resume]=150
   [data_path]=120
@@ -29,6 +29,7 @@ declare -A STAGE_TITLE=(
   [gpu_unit_tests]="gpu_tests (GoogleTest)"
   [gemm_vs_torch]="cuBLAS GEMM rate from trainproof against torch.matmul, fp32 and bf16"
   [train_nccl_1rank]="smoke.ini, compute cuda, comm nccl, 1 rank"
+  [collective_sweep]="trainproof sweep over NCCL, every op, float32 and bf16, one rank per GPU: every element right, timings sane"
   [train_cuda_mpi_2rank]="smoke.ini, compute cuda, comm mpi, 2 ranks, twice; digests agree"
   [data_path]="a prepared dataset read by the loader into the GPU compute (nccl 1 rank, mpi 2 ranks), verified; digests agree and differ from synthetic"
   [checkpoint_resume]="GPU state checkpointed, stopped and resumed (nccl file-per-rank sync; mpi 2 ranks shared-file async); digests match the uninterrupted run"
@@ -273,6 +274,53 @@ stage_train_nccl_1rank() {
   report_figs "$WORK/train-nccl.json" ""
   NCCL_DIGEST=$(results get "$WORK/train-nccl.json" train.final_digest)
   verdict "$(gpu_run_status "$rc")" "$(gpu_run_reason "$rc" "$WORK/train-nccl.log" "trainproof")$([ "$rc" = 0 ] && echo ", verdict $(results get "$WORK/train-nccl.json" verdict)")"
+}
+
+# The sweep over NCCL on every GPU of the machine (one rank each): every op's rows in float32 and
+# bf16 must be right, and their timings sane (p50 <= p99, algbw above 0). With one GPU busbw's
+# factor is 0, so algbw is the figure: allreduce out of place is a device copy there.
+sweep_sanity() {
+  python3 - "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows = [x for x in r["sweep"]["results"] if not x["not_run"]]
+bad = [x for x in rows if not (x["time_us"]["p50"] <= x["time_us"]["p99"] and x["algbw_gbps"] > 0
+                               and x["time_us"]["mean"] > 0)]
+top = max((x for x in rows if x["op"] == "allreduce" and not x["in_place"]), key=lambda x: x["bytes"])
+print(len(rows), r["sweep"]["wrong"], len(bad), "%.1f" % top["algbw_gbps"], top["bytes"])
+PY
+}
+
+stage_collective_sweep() {
+  local gpus dtype rc status=pass reason="" figures
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') || gpus=1
+  [ "$gpus" -ge 1 ] || gpus=1
+  fign gpus "$gpus"
+  for dtype in float32 bf16; do
+    section "sweep $dtype on $gpus rank(s)"
+    launch 40 "$gpus" -- sweep --comm.backend=nccl --sweep.dtype="$dtype" --sweep.min_bytes=1024 \
+      --sweep.max_bytes=67108864 --sweep.iters=10 --sweep.warmup=2 \
+      --report "$WORK/sweep-$dtype.json" >"$WORK/sweep-$dtype.log" 2>&1
+    rc=$?
+    cat "$WORK/sweep-$dtype.log"
+    fign "exit_$dtype" "$rc"
+    if [ "$(gpu_run_status "$rc")" != pass ]; then
+      status=$(gpu_run_status "$rc")
+      reason=$(gpu_run_reason "$rc" "$WORK/sweep-$dtype.log" "sweep $dtype")
+      [ "$status" = skip ] && break
+      continue
+    fi
+    read -r -a figures < <(sweep_sanity "$WORK/sweep-$dtype.json")
+    fign "${dtype}_rows" "${figures[0]:-}"
+    fign "${dtype}_wrong" "${figures[1]:-}"
+    fign "${dtype}_insane_rows" "${figures[2]:-}"
+    fign "${dtype}_allreduce_algbw_gbps_at_${figures[4]:-max}" "${figures[3]:-}"
+    if [ "${figures[1]:-x}" != 0 ] || [ "${figures[2]:-x}" != 0 ]; then
+      status=fail
+      reason="sweep $dtype: ${figures[1]:-?} wrong elements, ${figures[2]:-?} rows with insane timings"
+    fi
+  done
+  verdict "$status" "${reason:-every row right in float32 and bf16; figures hold the allreduce algbw}"
 }
 
 # Two identical runs must end bit-identical; by design they also match the 1-rank NCCL run, since
