@@ -60,8 +60,8 @@ int main(int argc, char** argv) {
     double mine = (MPI_Wtime() - started) / a.iters, total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     char row[96];
-    std::snprintf(row, sizeof row, "%s{\"bytes\": %lld, \"time_us\": %.3f}", rows.empty() ? "" : ", ",
-                  bytes, total / size * 1e6);
+    std::snprintf(row, sizeof row, "%s{\"bytes\": %lld, \"time_us\": %.3f}",
+                  rows.empty() ? "" : ", ", bytes, total / size * 1e6);
     rows += row;
   }
   if (rank == 0) std::printf("{\"ranks\": %d, \"rows\": [%s]}\n", size, rows.c_str());

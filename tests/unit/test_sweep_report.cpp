@@ -52,7 +52,10 @@ TEST(SweepReport, AWrongElementIsFailNamingRankAndHost) {
   const auto report = tp::build_sweep_report(rec);
   EXPECT_EQ(report["verdict"], "FAIL");
   EXPECT_EQ(report["sweep"]["wrong"], 3);
-  const std::string reason = report["gate"]["checks"][0]["reason"];
+  const auto& checks = report["gate"]["checks"];
+  EXPECT_EQ(checks[0]["name"], "topology");
+  EXPECT_EQ(checks[1]["name"], "sweep_correctness");
+  const std::string reason = checks[1]["reason"];
   EXPECT_NE(reason.find("allreduce 4096 B in place"), std::string::npos) << reason;
   EXPECT_NE(reason.find("rank 2 (host b)"), std::string::npos) << reason;
 }
@@ -62,6 +65,26 @@ TEST(SweepReport, TheSlowestGroupIsNamedByItsLargeMessageBandwidth) {
   rec.groups.push_back({"node a", {0, 1}, {row(1024, 9), row(1 << 20, 5)}});
   rec.groups.push_back({"node b", {2, 3}, {row(1024, 1), row(1 << 20, 7)}});
   EXPECT_EQ(tp::build_sweep_report(rec)["sweep"]["slowest_group"], "node a");
+}
+
+TEST(SweepReport, ATopologyFlagWarnsAndNamesTheNode) {
+  tp::SweepRecord rec = record();
+  rec.groups.push_back({"world", {0, 1, 2, 3}, {row(4096, 2)}});
+  rec.topology_reasons["b"] = {"topology: 0000:41:00.0 (network): PCIe link trained to x8"};
+  const auto report = tp::build_sweep_report(rec);
+  EXPECT_EQ(report["verdict"], "WARN");
+  EXPECT_EQ(report["nodes"][1]["flagged"], true);
+  EXPECT_EQ(report["nodes"][1]["reasons"][0], rec.topology_reasons["b"][0]);
+  EXPECT_EQ(report["nodes"][0]["flagged"], false);
+}
+
+TEST(SweepReport, FewIterationsAreSaid) {
+  tp::SweepRecord rec = record();
+  rec.config.plan.iters = 3;
+  rec.groups.push_back({"world", {0, 1, 2, 3}, {row(4096, 2)}});
+  const auto warnings = tp::build_sweep_report(rec)["context"]["warnings"];
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "only 3 timed iterations per row: p50 and p99 rest on few samples");
 }
 
 TEST(SweepReport, NothingMeasuredIsNotAPass) {
