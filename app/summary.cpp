@@ -15,12 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string format(const char* fmt, auto... args) {
-  char text[512];
-  std::snprintf(text, sizeof text, fmt, args...);
-  return text;
-}
-
 std::string si(double value, const char* unit) {
   const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
   int p = 0;
@@ -29,7 +23,8 @@ std::string si(double value, const char* unit) {
     ++p;
   }
   const std::string suffix = std::string(prefixes[p]) + unit;
-  return suffix.empty() ? format("%.3g", value) : format("%.3g %s", value, suffix.c_str());
+  return suffix.empty() ? summary_text("%.3g", value)
+                        : summary_text("%.3g %s", value, suffix.c_str());
 }
 
 double seconds_p50(const json& summary) {
@@ -45,27 +40,28 @@ std::string checkpoint_lines(const json& c) {
   if (saves == 0) {
     out += "\ncheckpoints (" + mode + "): none written\n";
   } else {
-    out += format(
+    out += summary_text(
         "\ncheckpoints (%s): %zu written, %s each; write %s/s aggregate (ranks %s/s to %s/s)\n",
         mode.c_str(), saves, si(c.at("bytes").get<double>(), "B").c_str(),
         si(c.at("write_gbps").get<double>() * 1e9, "B").c_str(),
         si(c.at("rank_write_gbps").at("min").get<double>() * 1e9, "B").c_str(),
         si(c.at("rank_write_gbps").at("max").get<double>() * 1e9, "B").c_str());
     const json fraction = c.value("stall_fraction", json(nullptr));  // older reports lack it
-    out += format(
+    out += summary_text(
         "  training stalled %.3g s per checkpoint, %s of training time (p50s); commit "
         "done %.3g s after the save began\n",
         seconds_p50(c.at("stall_s")),
-        fraction.is_number() ? format("%.2g%%", fraction.get<double>() * 100).c_str()
+        fraction.is_number() ? summary_text("%.2g%%", fraction.get<double>() * 100).c_str()
                              : "an unknown share",
         seconds_p50(c.at("total_s")));
   }
   const json& r = c.at("restore");
   if (r.is_object()) {
-    out += format("  restored step %lld from %s in %.3f s, %s/s%s\n", r.at("step").get<long long>(),
-                  r.at("folder").get<std::string>().c_str(), r.at("seconds").get<double>(),
-                  si(r.at("restore_gbps").get<double>() * 1e9, "B").c_str(),
-                  c.value("cold_read", false) ? " (cold)" : "");
+    out += summary_text("  restored step %lld from %s in %.3f s, %s/s%s\n",
+                        r.at("step").get<long long>(), r.at("folder").get<std::string>().c_str(),
+                        r.at("seconds").get<double>(),
+                        si(r.at("restore_gbps").get<double>() * 1e9, "B").c_str(),
+                        c.value("cold_read", false) ? " (cold)" : "");
     for (const json& rejected : r.at("rejected"))
       out += "  set aside: " + rejected.get<std::string>() + "\n";
   }
@@ -75,7 +71,7 @@ std::string checkpoint_lines(const json& c) {
 std::string header_lines(const json& ctx, const json& train) {
   const json& model = train.at("model");
   const size_t hosts = ctx.at("hosts").size();
-  std::string out = format(
+  std::string out = summary_text(
       "trainproof %s: %d ranks on %zu host%s, %lld steps (%lld warm-up), compute %s, "
       "comm %s%s\n",
       ctx.at("tool").at("version").get<std::string>().c_str(), ctx.at("world_size").get<int>(),
@@ -84,22 +80,23 @@ std::string header_lines(const json& ctx, const json& train) {
       ctx.at("backends").at("compute").get<std::string>().c_str(),
       ctx.at("backends").at("comm").get<std::string>().c_str(),
       train.at("timing").at("overlap").get<bool>() ? " (overlapped)" : " (blocking)");
-  out += format("model: %d layers x %d hidden, seq %d, global batch %lld, %s parameters\n\n",
-                model.at("layers").get<int>(), model.at("hidden").get<int>(),
-                model.at("seq").get<int>(), model.at("global_batch").get<long long>(),
-                si(model.at("parameters").get<double>(), "").c_str());
+  out += summary_text("model: %d layers x %d hidden, seq %d, global batch %lld, %s parameters\n\n",
+                      model.at("layers").get<int>(), model.at("hidden").get<int>(),
+                      model.at("seq").get<int>(), model.at("global_batch").get<long long>(),
+                      si(model.at("parameters").get<double>(), "").c_str());
   return out;
 }
 
 std::string ms_row(const char* name, const json& s) {
-  return format("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", name, s.at("min").get<double>() * 1e3,
-                s.at("p50").get<double>() * 1e3, s.at("p99").get<double>() * 1e3,
-                s.at("max").get<double>() * 1e3, s.at("mean").get<double>() * 1e3);
+  return summary_text("%-14s %10.3f %10.3f %10.3f %10.3f %10.3f\n", name,
+                      s.at("min").get<double>() * 1e3, s.at("p50").get<double>() * 1e3,
+                      s.at("p99").get<double>() * 1e3, s.at("max").get<double>() * 1e3,
+                      s.at("mean").get<double>() * 1e3);
 }
 
 std::string phase_table(const json& train) {
-  std::string out =
-      format("%-14s %10s %10s %10s %10s %10s\n", "phase (ms)", "min", "p50", "p99", "max", "mean");
+  std::string out = summary_text("%-14s %10s %10s %10s %10s %10s\n", "phase (ms)", "min", "p50",
+                                 "p99", "max", "mean");
   for (const char* phase :
        {"data", "compute", "comm", "comm_exposed", "optimizer", "checkpoint", "step"})
     out += ms_row(phase, train.at("phases").at(phase));
@@ -107,7 +104,7 @@ std::string phase_table(const json& train) {
 }
 
 std::string throughput_line(const json& train) {
-  return format(
+  return summary_text(
       "\nAU %.3f | %s samples/s | %s tokens/s | achieved %s (%.0f%% of the GEMM-alone "
       "rate %s)\n",
       train.at("au").get<double>(), si(train.at("samples_per_s").get<double>(), "").c_str(),
@@ -118,7 +115,7 @@ std::string throughput_line(const json& train) {
 }
 
 std::string data_line(const json& d) {
-  return format(
+  return summary_text(
       "\ndata (%s, %d files, %d readers, prefetch %d%s): %s read at %s/s (ranks %s/s to %s/s), "
       "%s samples/s; stall p50 %.3f ms\n",
       d.at("format").get<std::string>().c_str(), d.at("files").get<int>(),
@@ -138,16 +135,16 @@ std::string slowest_ranks(const json& report, size_t shown) {
   std::stable_sort(ranks.begin(), ranks.end(), [](const json& a, const json& b) {
     return a.at("straggler_score").get<double>() < b.at("straggler_score").get<double>();
   });
-  std::string out = format("\nslowest ranks %-20s %12s %12s %10s %12s\n", "(host)", "compute p50",
-                           "step p50", "score", "skew p50");
+  std::string out = summary_text("\nslowest ranks %-20s %12s %12s %10s %12s\n", "(host)",
+                                 "compute p50", "step p50", "score", "skew p50");
   for (size_t i = 0; i < std::min(shown, ranks.size()); ++i) {
     const json& r = ranks[i];
-    out += format("  rank %-5d %-22s %9.3f ms %9.3f ms %10.2f %9.3f ms%s\n",
-                  r.at("rank").get<int>(), r.at("host").get<std::string>().c_str(),
-                  r.at("p50").at("compute").get<double>() * 1e3,
-                  r.at("p50").at("step").get<double>() * 1e3, r.at("straggler_score").get<double>(),
-                  r.at("arrival_skew").at("p50").get<double>() * 1e3,
-                  r.at("flagged").get<bool>() ? "  FLAGGED" : "");
+    out += summary_text(
+        "  rank %-5d %-22s %9.3f ms %9.3f ms %10.2f %9.3f ms%s\n", r.at("rank").get<int>(),
+        r.at("host").get<std::string>().c_str(), r.at("p50").at("compute").get<double>() * 1e3,
+        r.at("p50").at("step").get<double>() * 1e3, r.at("straggler_score").get<double>(),
+        r.at("arrival_skew").at("p50").get<double>() * 1e3,
+        r.at("flagged").get<bool>() ? "  FLAGGED" : "");
   }
   return out;
 }
@@ -178,8 +175,9 @@ std::string check_lines(const json& checks) {
   for (const json& c : checks) {
     std::string status = c.at("status").get<std::string>();
     std::transform(status.begin(), status.end(), status.begin(), ::toupper);
-    out += format("  %-5s %-24s %s\n", status.c_str(), c.at("name").get<std::string>().c_str(),
-                  c.at("reason").get<std::string>().c_str());
+    out +=
+        summary_text("  %-5s %-24s %s\n", status.c_str(), c.at("name").get<std::string>().c_str(),
+                     c.at("reason").get<std::string>().c_str());
   }
   return out;
 }
@@ -194,9 +192,9 @@ static std::string visible_text(const std::string& text) {
     if (byte == '\n') {
       out += "\\n";
     } else if (byte < 0x20 || byte == 0x7f || length == 0) {
-      out += format("\\x%02X", byte);
+      out += summary_text("\\x%02X", byte);
     } else if (byte == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) {
-      out += format("\\u%04X", static_cast<unsigned char>(text[i + 1]));  // C1 control
+      out += summary_text("\\u%04X", static_cast<unsigned char>(text[i + 1]));  // C1 control
     } else {
       out.append(text, i, length);
       i += length;

@@ -10,12 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string format(const char* fmt, auto... args) {
-  char text[512];
-  std::snprintf(text, sizeof text, fmt, args...);
-  return text;
-}
-
 // nccl-tests' names for the element types, so a pasted table reads like its own.
 std::string nccl_tests_type(const std::string& dtype) {
   if (dtype == "float32") return "float";
@@ -26,15 +20,17 @@ std::string nccl_tests_type(const std::string& dtype) {
 
 // Microseconds with as many decimals as fit 7 columns.
 std::string time_cell(double us) {
-  return us < 100 ? format("%7.2f", us) : us < 10000 ? format("%7.1f", us) : format("%7.0f", us);
+  return us < 100     ? summary_text("%7.2f", us)
+         : us < 10000 ? summary_text("%7.1f", us)
+                      : summary_text("%7.0f", us);
 }
 
 std::string pass_cells(const json& row) {
   if (!row.is_object() || !row.value("not_run", std::string()).empty())
-    return format("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
-  return format("  %s  %6.2f  %6.2f  %6llu", time_cell(row.at("time_us").at("mean")).c_str(),
-                row.at("algbw_gbps").get<double>(), row.at("busbw_gbps").get<double>(),
-                static_cast<unsigned long long>(row.at("wrong").get<uint64_t>()));
+    return summary_text("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+  return summary_text("  %s  %6.2f  %6.2f  %6llu", time_cell(row.at("time_us").at("mean")).c_str(),
+                      row.at("algbw_gbps").get<double>(), row.at("busbw_gbps").get<double>(),
+                      static_cast<unsigned long long>(row.at("wrong").get<uint64_t>()));
 }
 
 std::string tables(const json& sweep) {
@@ -63,47 +59,50 @@ std::string tables(const json& sweep) {
 
 std::string wrong_lines(const json& sweep) {
   if (sweep.at("wrong").get<uint64_t>() == 0) return "";
-  return format("\n%llu wrong elements; the first wrong row: %s\n",
-                static_cast<unsigned long long>(sweep.at("wrong").get<uint64_t>()),
-                sweep.at("first_wrong").get<std::string>().c_str());
+  return summary_text("\n%llu wrong elements; the first wrong row: %s\n",
+                      static_cast<unsigned long long>(sweep.at("wrong").get<uint64_t>()),
+                      sweep.at("first_wrong").get<std::string>().c_str());
 }
 
 std::string header(const json& ctx, const json& sweep) {
-  return format("\ntrainproof sweep (%s): %d ranks on %zu hosts, comm %s, %s, split %s\n",
-                sweep.at("mode").get<std::string>().c_str(), ctx.at("world_size").get<int>(),
-                ctx.at("hosts").size(), sweep.at("backend").get<std::string>().c_str(),
-                sweep.at("dtype").get<std::string>().c_str(),
-                sweep.at("split").get<std::string>().c_str());
+  return summary_text("\ntrainproof sweep (%s): %d ranks on %zu hosts, comm %s, %s, split %s\n",
+                      sweep.at("mode").get<std::string>().c_str(), ctx.at("world_size").get<int>(),
+                      ctx.at("hosts").size(), sweep.at("backend").get<std::string>().c_str(),
+                      sweep.at("dtype").get<std::string>().c_str(),
+                      sweep.at("split").get<std::string>().c_str());
 }
 
 std::string group_lines(const json& sweep) {
   if (sweep.at("groups").size() < 2) return "";
   std::string out = "\ngroups (average busbw over every size; over sizes >= 1 MiB):\n";
   for (const json& g : sweep.at("groups"))
-    out += format("  %-28s %3d ranks  %8.2f GB/s  %8.2f GB/s\n",
-                  g.at("name").get<std::string>().c_str(), g.at("ranks").get<int>(),
-                  g.at("avg_busbw_gbps").get<double>(), g.at("avg_busbw_gbps_1mib").get<double>());
+    out += summary_text("  %-28s %3d ranks  %8.2f GB/s  %8.2f GB/s\n",
+                        g.at("name").get<std::string>().c_str(), g.at("ranks").get<int>(),
+                        g.at("avg_busbw_gbps").get<double>(),
+                        g.at("avg_busbw_gbps_1mib").get<double>());
   return out + "slowest group: " + sweep.at("slowest_group").get<std::string>() + "\n";
 }
 
 // MB/s, so a throttled link and a 400 Gb/s port both read at a glance.
 std::string matrix_table(const json& hosts, const json& m, const std::string& title) {
-  std::string out = "\n" + title + ", MB/s (row sends to column):\n" + format("  %-20s", "");
-  for (const json& h : hosts) out += format(" %12.12s", h.get<std::string>().c_str());
+  std::string out = "\n" + title + ", MB/s (row sends to column):\n" + summary_text("  %-20s", "");
+  for (const json& h : hosts) out += summary_text(" %12.12s", h.get<std::string>().c_str());
   out += "\n";
   for (size_t i = 0; i < hosts.size(); ++i) {
-    out += format("  %-20.20s", hosts[i].get<std::string>().c_str());
+    out += summary_text("  %-20.20s", hosts[i].get<std::string>().c_str());
     for (const json& cell : m[i])
-      out += cell.is_null() ? format(" %12s", "-") : format(" %12.1f", cell.get<double>() * 1e3);
+      out += cell.is_null() ? summary_text(" %12s", "-")
+                            : summary_text(" %12.1f", cell.get<double>() * 1e3);
     out += "\n";
   }
   return out;
 }
 
 std::string pairwise_lines(const json& p) {
-  std::string out = format("\npairwise: %llu bytes x %d per pair and direction\n",
-                           static_cast<unsigned long long>(p.at("pair_bytes").get<uint64_t>()),
-                           p.at("pair_iters").get<int>());
+  std::string out =
+      summary_text("\npairwise: %llu bytes x %d per pair and direction\n",
+                   static_cast<unsigned long long>(p.at("pair_bytes").get<uint64_t>()),
+                   p.at("pair_iters").get<int>());
   for (const json& rail : p.at("rails")) {
     const std::string name = "rail " + std::to_string(rail.at("rail").get<int>());
     out +=
@@ -119,7 +118,7 @@ std::string pairwise_lines(const json& p) {
 }  // namespace
 
 std::string sweep_table_header(const std::string& op, const std::string& group, int ranks) {
-  return format("#\n# %s, %d ranks (%s)\n", op.c_str(), ranks, group.c_str()) +
+  return summary_text("#\n# %s, %d ranks (%s)\n", op.c_str(), ranks, group.c_str()) +
          "#                                                              out-of-place            "
          "           in-place\n"
          "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
@@ -130,17 +129,17 @@ std::string sweep_table_header(const std::string& op, const std::string& group, 
 
 std::string sweep_table_line(const json& out_of_place, const json& in_place) {
   const json& any = out_of_place.is_object() ? out_of_place : in_place;
-  return format("%12llu  %12llu  %8s  %6s  %6d",
-                static_cast<unsigned long long>(any.at("bytes").get<uint64_t>()),
-                static_cast<unsigned long long>(any.at("count").get<uint64_t>()),
-                nccl_tests_type(any.at("dtype")).c_str(),
-                any.at("redop").get<std::string>().c_str(), any.at("root").get<int>()) +
+  return summary_text("%12llu  %12llu  %8s  %6s  %6d",
+                      static_cast<unsigned long long>(any.at("bytes").get<uint64_t>()),
+                      static_cast<unsigned long long>(any.at("count").get<uint64_t>()),
+                      nccl_tests_type(any.at("dtype")).c_str(),
+                      any.at("redop").get<std::string>().c_str(), any.at("root").get<int>()) +
          pass_cells(out_of_place) + pass_cells(in_place) + "\n";
 }
 
 std::string sweep_average_lines(double all_sizes_gbps, double large_sizes_gbps) {
-  return format("# Avg bus bandwidth    : %g\n# Avg bus bandwidth (sizes >= 1 MiB) : %g\n#\n",
-                all_sizes_gbps, large_sizes_gbps);
+  return summary_text("# Avg bus bandwidth    : %g\n# Avg bus bandwidth (sizes >= 1 MiB) : %g\n#\n",
+                      all_sizes_gbps, large_sizes_gbps);
 }
 
 std::string render_sweep_summary(const json& untrusted, bool with_tables) {

@@ -95,17 +95,7 @@ class NcclCollective final : public Collective {
   void wait_all() override {
     if (!pending_) return;
     // The watchdog: poll the last bucket's event and the communicator's error state.
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-    for (;;) {
-      const cudaError_t done = cudaEventQuery(last_end_);
-      if (done == cudaSuccess) break;
-      if (done != cudaErrorNotReady) cudaCheck(done);
-      ncclResult_t state = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &state);
-      if (state != ncclSuccess && state != ncclInProgress) fail(state, "ncclAllReduce");
-      if (Clock::now() > deadline) abort_after("ncclAllReduce");
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+    poll_until([this] { return cudaEventQuery(last_end_); }, "ncclAllReduce");
     cudaCheck(cudaStreamWaitEvent(compute_.stream(), last_end_, 0));
     pending_ = false;
   }
@@ -154,17 +144,7 @@ class NcclCollective final : public Collective {
     return result;
   }
   void synchronize() override {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-    for (;;) {
-      const cudaError_t done = cudaStreamQuery(stream_);
-      if (done == cudaSuccess) return;
-      if (done != cudaErrorNotReady) cudaCheck(done);
-      ncclResult_t state = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &state);
-      if (state != ncclSuccess && state != ncclInProgress) fail(state, "NCCL sweep operation");
-      if (Clock::now() > deadline) abort_after("NCCL sweep operation");
-      std::this_thread::yield();
-    }
+    poll_until([this] { return cudaStreamQuery(stream_); }, "NCCL sweep operation");
   }
   std::unique_ptr<Collective> split(int color, int key) override {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -176,6 +156,23 @@ class NcclCollective final : public Collective {
   }
 
  private:
+  // Waits until `query` answers cudaSuccess, failing on an asynchronous NCCL error and aborting the
+  // communicator when the deadline passes.
+  template <class Query>
+  void poll_until(Query query, const char* what) {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+    for (;;) {
+      const cudaError_t done = query();
+      if (done == cudaSuccess) return;
+      if (done != cudaErrorNotReady) cudaCheck(done);
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
+      if (Clock::now() > deadline) abort_after(what);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
   void create_stream_and_events() {
     check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
     check(ncclCommCount(comm_, &size_), "ncclCommCount");
