@@ -195,10 +195,13 @@ int sweep_on_world(const Invocation& inv, const SweepConfig& cfg, const TrainCon
   Backends backends = select_backends(train, world, nullptr);
   check_backend_runs(cfg, world, *backends.comm);
   const TopologyPreflight topology = run_topology_preflight(train, world, backends);
-  if (world.rank == 0)
-    spdlog::info("sweep: {} ranks on {} hosts, comm {}, {}, {} to {} bytes", world.size,
+  if (world.rank == 0 && cfg.mode == "collectives")
+    spdlog::info("sweep: {} ranks on {} hosts, comm {}, {}, {} to {} bytes, split {}", world.size,
                  world.hosts.size(), backends.comm->name(), sweep_type_name(cfg.plan.type),
-                 cfg.plan.min_bytes, cfg.plan.max_bytes);
+                 cfg.plan.min_bytes, cfg.plan.max_bytes, cfg.split);
+  if (world.rank == 0 && cfg.mode == "pairwise")
+    spdlog::info("sweep: pairwise over {} hosts ({} ranks), comm {}", world.hosts.size(),
+                 world.size, backends.comm->name());
   SweepRecord record;
   record.config = cfg;
   record.backend = backends.comm->name();

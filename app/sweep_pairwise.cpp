@@ -199,7 +199,12 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   if (world.rank == 0)
     spdlog::info("pairwise: {} rail(s), {} round(s) of {} bytes x {} per pair and direction",
                  record.rails.size(), rounds.size(), cfg.pair_bytes, cfg.pair_iters);
-  const auto first = gather_transfers(world, measure_rounds(collective, world.comm, rounds, plan));
+  // Rounds of large transfers over a slow link take minutes: say where the pass is.
+  const auto progress = [&world](size_t done, size_t total) {
+    if (world.rank == 0) spdlog::info("pairwise: round {}/{} measured", done, total);
+  };
+  const auto first =
+      gather_transfers(world, measure_rounds(collective, world.comm, rounds, plan, progress));
   std::string second_text;
   if (world.rank == 0) {
     fill_matrices(record, first);

@@ -86,7 +86,8 @@ PairTransfer transfer(Collective& c, MPI_Comm comm, const Buffers& b, int me, in
 
 std::vector<PairTransfer> measure_rounds(Collective& c, MPI_Comm comm,
                                          const std::vector<std::vector<RankPair>>& rounds,
-                                         const PairPlan& plan) {
+                                         const PairPlan& plan,
+                                         const std::function<void(size_t, size_t)>& on_round) {
   int me = 0;
   MPI_Comm_rank(comm, &me);
   Buffers b;
@@ -96,7 +97,8 @@ std::vector<PairTransfer> measure_rounds(Collective& c, MPI_Comm comm,
   const std::vector<unsigned char> mine = pattern_of(me, b.count);
   c.copy_in(b.send.get(), mine.data(), mine.size());
   std::vector<PairTransfer> received;
-  for (const std::vector<RankPair>& round : rounds) {
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    const std::vector<RankPair>& round = rounds[r];
     const int peer = peer_in(round, me);
     const bool low = peer >= 0 && me < peer;
     // Lower rank to higher, then higher to lower, then both at once.
@@ -104,6 +106,7 @@ std::vector<PairTransfer> measure_rounds(Collective& c, MPI_Comm comm,
     const PairTransfer backward =
         transfer(c, comm, b, me, peer, !low, low, PairMode::one_way, plan);
     const PairTransfer both = transfer(c, comm, b, me, peer, true, true, PairMode::both_ways, plan);
+    if (on_round) on_round(r + 1, rounds.size());
     if (peer < 0) continue;
     received.push_back(low ? backward : forward);
     received.push_back(both);

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -34,8 +35,9 @@ struct PairPlan {
 
 // Runs every round on every rank of `comm` (a rank outside a round's pairs waits at its barriers)
 // and returns the transfers this rank received. `collective` spans the same ranks as `comm`.
-std::vector<PairTransfer> measure_rounds(Collective& collective, MPI_Comm comm,
-                                         const std::vector<std::vector<RankPair>>& rounds,
-                                         const PairPlan& plan);
+// `on_round(done, rounds)` is called after each round, on every rank.
+std::vector<PairTransfer> measure_rounds(
+    Collective& collective, MPI_Comm comm, const std::vector<std::vector<RankPair>>& rounds,
+    const PairPlan& plan, const std::function<void(size_t, size_t)>& on_round = nullptr);
 
 }  // namespace tp
