@@ -71,6 +71,11 @@ void check_backend_runs(const SweepConfig& cfg, const World& world, const Collec
                 " with comm.backend=" + comm.name() + ": " + why;
       break;
     }
+  if (problem.empty() && world.size > most_exact_ranks(cfg.plan.type))
+    problem = "sweep.dtype=" + sweep_type_name(cfg.plan.type) + " cannot hold a sum over " +
+              std::to_string(world.size) + " ranks exactly (at most " +
+              std::to_string(most_exact_ranks(cfg.plan.type)) +
+              "), so its results could not be checked; use float32";
   agree_or_throw<UsageError>(world, problem);
 }
 

@@ -77,6 +77,10 @@ size_t sweep_type_bytes(ElementType type) {
   return type == ElementType::f32 || type == ElementType::i32 ? 4 : 2;
 }
 
+int64_t most_exact_ranks(ElementType type) {
+  return exact_limit(type);
+}
+
 int64_t largest_input(ElementType type, int ranks) {
   return std::clamp<int64_t>(exact_limit(type) / std::max(ranks, 1), 1, 1000);
 }
@@ -147,19 +151,39 @@ std::vector<int64_t> row_input(CollectiveOp op, ElementType type, int ranks, int
   return values;
 }
 
+RankSum::RankSum(ElementType type, int ranks)
+    : modulus_(uint64_t(largest_input(type, ranks) + 1)), ranks_(uint64_t(std::max(ranks, 0))) {
+  // input_value(r, i) = (a_r + b_i) mod M, with a_r = r * 7919 mod M and b_i the index's part.
+  // Summed over r: sum(a_r) + n b_i - M * #{r : a_r + b_i >= M}.
+  at_least_.assign(modulus_ + 1, 0);
+  for (uint64_t r = 0; r < ranks_; ++r) {
+    const uint64_t a = r * 7919 % modulus_;
+    rank_parts_ += a;
+    ++at_least_[a];
+  }
+  for (uint64_t k = modulus_; k-- > 0;) at_least_[k] += at_least_[k + 1];
+}
+
+int64_t RankSum::at(uint64_t index) const {
+  const uint64_t b = (index * 104729 + (index >> 7)) % modulus_;
+  const uint64_t wrapped = at_least_[modulus_ - b];
+  return int64_t(rank_parts_ + ranks_ * b - modulus_ * wrapped);
+}
+
 std::vector<int64_t> row_expected(CollectiveOp op, ElementType type, int ranks, int rank,
                                   uint64_t count) {
   const RowShape shape = row_shape(op, ranks, count);
   const auto in = [&](int from, uint64_t i) { return input_value(type, ranks, from, i); };
+  const RankSum sum(type, ranks);
   std::vector<int64_t> out(shape.recv_count, 0);
   const uint64_t block = count / uint64_t(std::max(ranks, 1));
   for (uint64_t i = 0; i < out.size(); ++i) {
     switch (op) {
       case CollectiveOp::allreduce:
-        for (int r = 0; r < ranks; ++r) out[i] += in(r, i);
+        out[i] = sum.at(i);
         break;
       case CollectiveOp::reducescatter:
-        for (int r = 0; r < ranks; ++r) out[i] += in(r, uint64_t(rank) * block + i);
+        out[i] = sum.at(uint64_t(rank) * block + i);
         break;
       case CollectiveOp::allgather:
         out[i] = in(int(i / block), i % block);

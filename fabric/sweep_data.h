@@ -16,6 +16,9 @@ namespace tp {
 std::string sweep_type_name(ElementType type);  // "float32", "int32", "bf16", "fp16"
 size_t sweep_type_bytes(ElementType type);
 
+// The most ranks whose sum `type` holds exactly with inputs of 0 and 1 (bf16 256, fp16 2048): a
+// larger group cannot be checked exactly in that type.
+int64_t most_exact_ranks(ElementType type);
 // The largest input value for `ranks` ranks in `type`: every sum of `ranks` inputs is exact.
 int64_t largest_input(ElementType type, int ranks);
 // The input of `rank` at element `index`, in [0, largest_input].
@@ -34,6 +37,18 @@ struct RowShape {
   uint64_t recv_count = 0;
 };
 RowShape row_shape(CollectiveOp op, int ranks, uint64_t count);
+
+// The sum over every rank of input_value(type, ranks, r, index), in constant time per index once
+// built (a reduction's expected value at 512 ranks would otherwise cost 512 inputs per element).
+class RankSum {
+ public:
+  RankSum(ElementType type, int ranks);
+  int64_t at(uint64_t index) const;
+
+ private:
+  uint64_t modulus_, ranks_, rank_parts_ = 0;
+  std::vector<uint64_t> at_least_;  // [k]: ranks whose part is >= k
+};
 
 // This rank's input for the row, and the output it must receive (broadcast's root is rank 0;
 // sendrecv sends to rank + 1 and receives from rank - 1).

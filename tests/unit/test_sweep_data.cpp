@@ -121,4 +121,17 @@ TEST(SweepData, ACountThatDoesNotDivideAmongTheRanksIsRefused) {
   EXPECT_EQ(tp::row_shape(CollectiveOp::allreduce, 3, 10).recv_count, 10u);
 }
 
+TEST(RankSum, EqualsTheSumOfEveryRanksInput) {
+  for (tp::ElementType type :
+       {tp::ElementType::f32, tp::ElementType::i32, tp::ElementType::bf16, tp::ElementType::f16})
+    for (int ranks : {1, 2, 3, 7, 64, 255, 256, 1000}) {
+      const tp::RankSum sum(type, ranks);
+      for (uint64_t index : {0ull, 1ull, 127ull, 128ull, 4093ull, 1000003ull, 17179869183ull}) {
+        int64_t expected = 0;
+        for (int r = 0; r < ranks; ++r) expected += tp::input_value(type, ranks, r, index);
+        ASSERT_EQ(sum.at(index), expected) << ranks << " ranks, index " << index;
+      }
+    }
+}
+
 }  // namespace
