@@ -146,15 +146,17 @@ std::string render_sweep_summary(const json& untrusted, bool with_tables) {
   const json report = visible(untrusted);
   const json& ctx = report.at("context");
   const json& sweep = report.at("sweep");
-  std::string out = header(ctx, sweep);
-  if (sweep.contains("pairwise")) {
-    out += pairwise_lines(sweep.at("pairwise"));
-  } else if (with_tables) {
-    out += tables(sweep);
-  } else if (sweep.at("groups").size() == 1) {
+  std::string out;
+  // After a table printed live, nccl-tests' closing lines follow it at once.
+  if (!with_tables && !sweep.contains("pairwise") && sweep.at("groups").size() == 1) {
     const json& g = sweep.at("groups").front();
     out += sweep_average_lines(g.at("avg_busbw_gbps"), g.at("avg_busbw_gbps_1mib"));
   }
+  out += header(ctx, sweep);
+  if (sweep.contains("pairwise"))
+    out += pairwise_lines(sweep.at("pairwise"));
+  else if (with_tables)
+    out += tables(sweep);
   if (sweep.contains("groups")) {
     out += group_lines(sweep);
     out += wrong_lines(sweep);
