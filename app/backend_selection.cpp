@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "checkpoint/memory_need.h"
 #include "common/errors.h"
 #include "common/sysinfo.h"
+#include "gpu/gpu_assignment.h"
 #include "gpu/gpu_loader.h"
 #include "kernels/cpu_backend.h"
 #include "train/watchdog.h"
@@ -52,14 +55,52 @@ bool agree_on_cuda(const TrainConfig& cfg, const World& world, Backends& b) {
   return use_cuda;
 }
 
+// What this rank sees, for its node's GPU assignment: its visible GPUs (UUIDs, and the CPUs each
+// is attached to, from sysfs) and its CPU affinity, under the real host name (pretend hosts of
+// test.split_hosts share one machine's GPUs).
+nlohmann::json gpu_view(const std::vector<GpuDevice>& devices) {
+  nlohmann::json uuids = nlohmann::json::array(), cpus = nlohmann::json::array();
+  for (const GpuDevice& d : devices) {
+    uuids.push_back(d.uuid);
+    std::ifstream list("/sys/bus/pci/devices/" + d.pci_bus_id + "/local_cpulist");
+    std::string text;
+    std::getline(list, text);
+    cpus.push_back(parse_cpulist(text));
+  }
+  return {{"node", host_name()}, {"uuids", uuids}, {"cpus", cpus}, {"affinity", cpu_affinity()}};
+}
+
+// This rank's device under the node's assignment (gpu/gpu_assignment.h), with a note when the GPU
+// is not attached to the CPUs the rank runs on.
+int assigned_device(const World& world, const std::vector<GpuDevice>& devices, Backends& b) {
+  const nlohmann::json mine = gpu_view(devices);
+  std::vector<RankGpuView> node;  // this node's ranks, in rank order
+  size_t me = 0;
+  const std::vector<std::string> all = all_gather_strings(world, mine.dump());
+  for (size_t r = 0; r < all.size(); ++r) {
+    const nlohmann::json view = nlohmann::json::parse(all[r]);
+    if (view.at("node") != mine.at("node")) continue;
+    if (int(r) == world.rank) me = node.size();
+    node.push_back({view.at("uuids"), view.at("cpus"), view.at("affinity")});
+  }
+  const GpuChoice choice = assign_gpus(node).at(me);
+  if (!choice.cpu_local)
+    b.notes.push_back("rank " + std::to_string(world.rank) + " on " + world.host + " drives GPU " +
+                      std::to_string(choice.visible_index) +
+                      ", which is not attached to the CPUs it runs on: host-device copies cross "
+                      "the socket link");
+  return choice.visible_index;
+}
+
 // Which ranks share a GPU is learned from the devices' UUIDs, not guessed from counts: under
-// Slurm's per-task GPU binding every rank sees one device, and all of them are different.
+// Slurm's per-task GPU binding every rank sees one device, and all of them are different. A UUID
+// is unique across hosts, so ranks on pretend hosts of one machine are seen sharing too.
 int choose_device(const World& world, Backends& b) {
-  const int device = device_for_local_rank(world.local_rank, b.device_count);
-  const GpuDevice mine = b.gpu->inventory().at(size_t(device));
-  const std::string key = world.host + "|" + mine.uuid;
-  const auto all = all_gather_strings(world, key);
-  b.gpu_sharers = int(std::count(all.begin(), all.end(), key));
+  const std::vector<GpuDevice> devices = b.gpu->inventory();
+  const int device = assigned_device(world, devices, b);
+  const GpuDevice mine = devices.at(size_t(device));
+  const auto all = all_gather_strings(world, mine.uuid);
+  b.gpu_sharers = int(std::count(all.begin(), all.end(), mine.uuid));
   // Exclusive or prohibited compute mode lets one process at most use the GPU.
   std::string sharing_problem;
   if (b.gpu_sharers > 1 && mine.compute_mode != 0)

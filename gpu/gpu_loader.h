@@ -15,10 +15,4 @@ struct GpuLibrary {
 
 const GpuLibrary& load_gpu_library();
 
-// Device for a rank: its local rank modulo the visible devices. NCCL needs one rank per GPU;
-// under MPI several ranks may share one (README, "GPUs: CUDA and NCCL").
-inline int device_for_local_rank(int local_rank, int device_count) {
-  return device_count > 0 ? local_rank % device_count : -1;
-}
-
 }  // namespace tp

@@ -1,4 +1,5 @@
-// The GPU path's logic that needs no GPU: device assignment, loader failure, context fields.
+// The GPU path's logic that needs no GPU: loader failure, context fields (device assignment:
+// test_gpu_assignment.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -6,13 +7,6 @@
 
 #include "app/context.h"
 #include "gpu/gpu_loader.h"
-
-TEST(GpuLogic, DeviceIsLocalRankModuloDevices) {
-  EXPECT_EQ(tp::device_for_local_rank(0, 4), 0);
-  EXPECT_EQ(tp::device_for_local_rank(5, 4), 1);
-  EXPECT_EQ(tp::device_for_local_rank(1, 1), 0);  // ranks share the only GPU (MPI comm)
-  EXPECT_EQ(tp::device_for_local_rank(0, 0), -1);
-}
 
 TEST(GpuLogic, VersionStrings) {
   EXPECT_EQ(tp::nccl_version_string(22809), "2.28.9");
