@@ -447,29 +447,6 @@ void add_data_section(json& report, const RunRecord& run, const json& stall) {
 
 }  // namespace
 
-json gate_check(const std::string& name, json value, json threshold, const std::string& status,
-                const std::string& reason) {
-  return {{"name", name},
-          {"value", value},
-          {"threshold", threshold},
-          {"status", status},
-          {"reason", reason}};
-}
-
-std::string verdict_of_checks(const json& checks) {
-  std::string verdict = "PASS";
-  for (const auto& c : checks) {
-    if (c["status"] == "fail") return "FAIL";
-    if (c["status"] == "none") verdict = "NONE";
-    if (c["status"] == "warn" && verdict == "PASS") verdict = "WARN";
-  }
-  return verdict;
-}
-
-int exit_code_for(const std::string& verdict) {
-  return verdict == "FAIL" ? kExitFail : kExitPass;
-}
-
 json build_report(const RunRecord& run) {
   const std::vector<StepTiming> all = flatten(run.timings);
   const json phases = phases_json(all);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "app/gate.h"
 #include "checkpoint/store.h"
 #include "data/dataset.h"
 #include "mpi/collective_check.h"
@@ -14,11 +15,6 @@
 #include "train/train_config.h"
 
 namespace tp {
-
-inline constexpr const char* kReportSchema = "trainproof.report/2";
-// Reports `trainproof report` still reads: /1 had no context.nodes, and nvidia_smi_topo (rank 0's
-// alone) in the context itself.
-inline constexpr const char* kOlderReportSchema = "trainproof.report/1";
 
 struct RankInfo {
   int rank = 0;
@@ -70,14 +66,5 @@ struct RunRecord {
 nlohmann::json build_report(const RunRecord& run);
 // The report's data section (part of build_report).
 nlohmann::json data_json(const TrainConfig& config, const DataRecord& data);
-
-// One entry of gate.checks[]: status is pass, warn, fail or none.
-nlohmann::json gate_check(const std::string& name, nlohmann::json value, nlohmann::json threshold,
-                          const std::string& status, const std::string& reason);
-// FAIL when any check fails, else NONE when nothing ran, else WARN when any warns, else PASS.
-std::string verdict_of_checks(const nlohmann::json& checks);
-
-// Exit code for a verdict string: PASS, WARN and NONE (nothing ran) are 0, FAIL is 1.
-int exit_code_for(const std::string& verdict);
 
 }  // namespace tp

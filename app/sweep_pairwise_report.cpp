@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "app/report.h"
+#include "app/gate.h"
 
 namespace tp {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "app/report.h"
+#include "app/gate.h"
 #include "app/sweep_pairwise_report.h"
 #include "fabric/sweep_data.h"
 
