@@ -1,5 +1,5 @@
 #pragma once
-// The JSON report (schema "trainproof.report/1", docs/report.md). build_report is a pure function
+// The training run's JSON report (app/gate.h has its schema; docs/report.md). build_report is a pure function
 // of the typed records rank 0 gathered, so its arithmetic and verdict are unit-tested without MPI.
 #include <map>
 #include <nlohmann/json.hpp>
