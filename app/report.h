@@ -1,6 +1,7 @@
 #pragma once
-// The training run's JSON report (app/gate.h has its schema; docs/report.md). build_report is a pure function
-// of the typed records rank 0 gathered, so its arithmetic and verdict are unit-tested without MPI.
+// The training run's JSON report (its schema in app/gate.h; docs/report.md). build_report is a
+// pure function of the typed records rank 0 gathered, so its arithmetic and verdict are
+// unit-tested without MPI.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
