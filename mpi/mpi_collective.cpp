@@ -98,7 +98,7 @@ class MpiCollective final : public Collective {
   const void* run(const CollectiveCall& call) override {
     if (const std::string problem = invalid_call(call, size_); !problem.empty())
       throw RuntimeError("invalid collective call: " + problem);
-    return run_mpi_operation(comm_, call);
+    return run_mpi_operation(comm_, rank_, size_, call);
   }
   void synchronize() override {}  // every MPI operation here is blocking
   std::unique_ptr<Collective> split(int color, int key) override {

@@ -42,11 +42,8 @@ std::string mpi_cannot_run(CollectiveOp op, ElementType type, bool in_place) {
   return "";
 }
 
-const void* run_mpi_operation(MPI_Comm comm, const CollectiveCall& c) {
+const void* run_mpi_operation(MPI_Comm comm, int rank, int size, const CollectiveCall& c) {
   const MPI_Datatype type = mpi_type(c.type);
-  int size = 1, rank = 0;
-  MPI_Comm_size(comm, &size);
-  MPI_Comm_rank(comm, &rank);
   switch (c.op) {
     case CollectiveOp::allreduce:
       mpiCheck(MPI_Allreduce(input(c), c.recv, mpi_count(c.recv_count), type, MPI_SUM, comm));
