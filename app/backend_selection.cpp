@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -70,9 +71,8 @@ nlohmann::json gpu_view(const std::vector<GpuDevice>& devices) {
   return {{"node", host_name()}, {"uuids", uuids}, {"cpus", cpus}, {"affinity", cpu_affinity()}};
 }
 
-// This rank's device under the node's assignment (gpu/gpu_assignment.h), with a note when the GPU
-// is not attached to the CPUs the rank runs on.
-int assigned_device(const World& world, const std::vector<GpuDevice>& devices, Backends& b) {
+// This rank's device under the node's assignment (gpu/gpu_assignment.h).
+int assigned_device(const World& world, const std::vector<GpuDevice>& devices) {
   const nlohmann::json mine = gpu_view(devices);
   std::vector<RankGpuView> node;  // this node's ranks, in rank order
   size_t me = 0;
@@ -83,13 +83,15 @@ int assigned_device(const World& world, const std::vector<GpuDevice>& devices, B
     if (int(r) == world.rank) me = node.size();
     node.push_back({view.at("uuids"), view.at("cpus"), view.at("affinity")});
   }
-  const GpuChoice choice = assign_gpus(node).at(me);
-  if (!choice.cpu_local)
-    b.notes.push_back("rank " + std::to_string(world.rank) + " on " + world.host + " drives GPU " +
-                      std::to_string(choice.visible_index) +
-                      ", which is not attached to the CPUs it runs on: host-device copies cross "
-                      "the socket link");
-  return choice.visible_index;
+  return assign_gpus(node).at(me).visible_index;
+}
+
+GpuPlacement placement_of(const GpuDevice& device) {
+  GpuPlacement p{device.uuid, device.pci_bus_id, -1, ""};
+  std::ifstream numa("/sys/bus/pci/devices/" + device.pci_bus_id + "/numa_node");
+  if (!(numa >> p.numa_node)) p.numa_node = -1;
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) p.cuda_visible_devices = visible;
+  return p;
 }
 
 // Which ranks share a GPU is learned from the devices' UUIDs, not guessed from counts: under
@@ -97,8 +99,9 @@ int assigned_device(const World& world, const std::vector<GpuDevice>& devices, B
 // is unique across hosts, so ranks on pretend hosts of one machine are seen sharing too.
 int choose_device(const World& world, Backends& b) {
   const std::vector<GpuDevice> devices = b.gpu->inventory();
-  const int device = assigned_device(world, devices, b);
+  const int device = assigned_device(world, devices);
   const GpuDevice mine = devices.at(size_t(device));
+  b.placement = placement_of(mine);
   const auto all = all_gather_strings(world, mine.uuid);
   b.gpu_sharers = int(std::count(all.begin(), all.end(), mine.uuid));
   // Exclusive or prohibited compute mode lets one process at most use the GPU.

@@ -16,13 +16,22 @@
 
 namespace tp {
 
+// The GPU a rank drives, as the report records it (docs/report.md, ranks[].gpu).
+struct GpuPlacement {
+  std::string uuid;
+  std::string pci_bus_id;
+  int numa_node = -1;                // sysfs numa_node of its PCI device; -1 when not reported
+  std::string cuda_visible_devices;  // the variable as this rank saw it; "" when unset
+};
+
 struct Backends {
   std::unique_ptr<ComputeBackend> compute;
   std::unique_ptr<Collective> comm;
   std::vector<std::string> notes;  // why an "auto" choice went the way it did
   const GpuApi* gpu = nullptr;     // set when the GPU library is loaded and a device is usable
   int device_count = 0;
-  int gpu_sharers = 1;  // ranks of this host computing on this rank's GPU
+  int gpu_sharers = 1;                    // ranks of this host computing on this rank's GPU
+  std::optional<GpuPlacement> placement;  // set when the rank computes on a GPU
 };
 
 // Throws UsageError or EnvironmentError (agreed on every rank) when the requested backends

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "app/rank_gpu.h"
 #include "common/errors.h"
 #include "common/stats.h"
 
@@ -216,6 +217,7 @@ json rank_json(const RunRecord& run, const RankFigures& f, size_t r) {
           {"device", info.device},
           {"cpu_affinity", info.cpu_affinity},
           {"numa_nodes", info.numa_nodes.empty() ? json(nullptr) : json(info.numa_nodes)},
+          {"gpu", rank_gpu_json(info)},
           {"samples_per_step", share.samples},
           {"p50", p50},
           {"straggler_score", f.scores[r]},
@@ -463,6 +465,8 @@ json build_report(const RunRecord& run) {
   report["schema"] = kReportSchema;
   report["verdict"] = verdict_of_checks(checks);
   report["context"] = run.context;
+  for (const std::string& w : gpu_numa_warnings(run.ranks))
+    report["context"]["warnings"].push_back(w);
   report["ranks"] = ranks_json(run, figures);
   report["nodes"] = nodes.nodes;
   report["train"] = train_json(run, all, phases, figures, vote.majority);

@@ -25,6 +25,11 @@ struct RankInfo {
   std::string cpu_affinity;
   std::string numa_nodes;
   double gemm_rate_flops = 0;
+  // The GPU it drives (empty uuid on the CPU backend).
+  std::string gpu_uuid;
+  std::string gpu_pci_bus_id;
+  int gpu_numa_node = -1;  // -1: the kernel does not say
+  std::string cuda_visible_devices;
 };
 
 // One rank's loader figures, when the run read a dataset (data.dir).

@@ -8,7 +8,8 @@
 namespace tp {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankInfo, rank, host, local_rank, device, cpu_affinity,
-                                   numa_nodes, gemm_rate_flops)
+                                   numa_nodes, gemm_rate_flops, gpu_uuid, gpu_pci_bus_id,
+                                   gpu_numa_node, cuda_visible_devices)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankLoad, bytes_read, samples_read, reader_busy_s, window_s,
                                    host_ram_bytes, shards_read)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFacts, info, digest, load)
@@ -52,13 +53,19 @@ HostGpuFacts gather_gpu_facts(const World& world, const Backends& backends) {
 RunFacts gather_run_facts(const World& world, const Backends& backends, const TrainResult& result,
                           double gemm_rate, const DatasetBatchSource* loader) {
   RankFacts mine;
-  mine.info = {world.rank,
-               world.host,
-               world.local_rank,
-               backends.compute->device(),
-               cpu_affinity_list(),
-               numa_nodes_of(cpu_affinity()),
-               gemm_rate};
+  mine.info.rank = world.rank;
+  mine.info.host = world.host;
+  mine.info.local_rank = world.local_rank;
+  mine.info.device = backends.compute->device();
+  mine.info.cpu_affinity = cpu_affinity_list();
+  mine.info.numa_nodes = numa_nodes_of(cpu_affinity());
+  mine.info.gemm_rate_flops = gemm_rate;
+  if (backends.placement) {
+    mine.info.gpu_uuid = backends.placement->uuid;
+    mine.info.gpu_pci_bus_id = backends.placement->pci_bus_id;
+    mine.info.gpu_numa_node = backends.placement->numa_node;
+    mine.info.cuda_visible_devices = backends.placement->cuda_visible_devices;
+  }
   mine.digest = result.digest.hex();
   mine.load = load_of(loader, world);
   RunFacts facts;

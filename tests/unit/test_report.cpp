@@ -26,8 +26,15 @@ tp::RunRecord sample_run(double rank1_compute = 0.100) {
                  {"backends", {{"compute", "cpu"}, {"comm", "mpi"}}},
                  {"warnings", json::array()}};
   for (int r = 0; r < 4; ++r) {
-    run.ranks.push_back(
-        {r, r < 2 ? "node-a" : "node-b", r % 2, "cpu", std::to_string(r), "0", 1e10});
+    tp::RankInfo info;
+    info.rank = r;
+    info.host = std::string(r < 2 ? "node-a" : "node-b");
+    info.local_rank = r % 2;
+    info.device = std::string("cpu");
+    info.cpu_affinity = std::to_string(r);
+    info.numa_nodes = std::string("0");
+    info.gemm_rate_flops = 1e10;
+    run.ranks.push_back(info);
     run.digests.push_back("00112233445566778899aabbccddeeff");
     std::vector<tp::StepTiming> steps;
     for (int i = 0; i < 10; ++i) {
