@@ -138,23 +138,20 @@ bool agree_on_nccl(const TrainConfig& cfg, const World& world, bool use_cuda, in
 }
 
 std::unique_ptr<Collective> make_collective(const TrainConfig& cfg, const World& world,
-                                            const Heartbeat* heartbeat, bool use_cuda,
-                                            bool use_nccl, Backends& b) {
+                                            const Heartbeat* heartbeat,
+                                            std::shared_ptr<const CommDeadline> deadline,
+                                            bool use_cuda, bool use_nccl, Backends& b) {
   const bool oversubscribed = world.local_size > int(online_cpus());
   if (!use_nccl) {
     auto mpi = make_mpi_collective(world, oversubscribed);
     return use_cuda ? b.gpu->stage_through_host(std::move(mpi), *b.compute) : std::move(mpi);
   }
-  const double deadline =
-      cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s : kWatchdogUntilWarmedUpS;
+  if (!deadline)
+    deadline = std::make_shared<CommDeadline>(cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s
+                                                                         : kWatchdogUntilWarmedUpS);
   if (!heartbeat) return b.gpu->make_nccl(world, *b.compute, deadline, nullptr);
-  // The watchdog's evidence and rule: every rank's heartbeat, read twice (train/culprits.h).
-  auto name_missing = [dir = heartbeat->dir(), rank = world.rank, size = world.size,
-                       window = liveness_window_s(deadline)](const std::string& what) {
-    const Evidence evidence = gather_evidence(dir, size, window);
-    return write_abort_record(dir, what, evidence.latest[rank], evidence.verdict);
-  };
-  return b.gpu->make_nccl(world, *b.compute, deadline, name_missing);
+  return b.gpu->make_nccl(world, *b.compute, deadline,
+                          missing_rank_namer(heartbeat->dir(), world.rank, world.size, deadline));
 }
 
 std::string gib(uint64_t bytes) {
@@ -165,7 +162,8 @@ std::string gib(uint64_t bytes) {
 
 }  // namespace
 
-Backends select_backends(const TrainConfig& cfg, const World& world, const Heartbeat* heartbeat) {
+Backends select_backends(const TrainConfig& cfg, const World& world, const Heartbeat* heartbeat,
+                         std::shared_ptr<const CommDeadline> deadline) {
   Backends b;
   const bool use_cuda = agree_on_cuda(cfg, world, b);
   const int device = use_cuda ? choose_device(world, b) : -1;
@@ -179,7 +177,7 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
     b.compute = make_cpu_backend();
     b.gpu = nullptr;
   }
-  b.comm = make_collective(cfg, world, heartbeat, use_cuda, use_nccl, b);
+  b.comm = make_collective(cfg, world, heartbeat, std::move(deadline), use_cuda, use_nccl, b);
   return b;
 }
 

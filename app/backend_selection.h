@@ -37,7 +37,9 @@ struct Backends {
 // Throws UsageError or EnvironmentError (agreed on every rank) when the requested backends
 // cannot run here. The watchdog's evidence (heartbeats in `heartbeat`'s folder) names the ranks
 // an NCCL deadline waited for; without heartbeats (a sweep) the deadline's error names none.
-Backends select_backends(const TrainConfig& config, const World& world, const Heartbeat* heartbeat);
+// `deadline`: the watchdog's (Watchdog::comm_deadline); null without one.
+Backends select_backends(const TrainConfig& config, const World& world, const Heartbeat* heartbeat,
+                         std::shared_ptr<const CommDeadline> deadline = nullptr);
 
 // The host memory a rank's share of the host holds for the model (0 when it lives on a GPU).
 struct HostMemory {

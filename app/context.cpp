@@ -233,6 +233,7 @@ std::vector<std::string> context_warnings(const ContextInputs& in, int busiest) 
       timing_warnings({cpu_busiest, online_cpus(), cpu_governor(), build::kBuildType,
                        build::kSanitizers, in.measured_steps});
   warnings.insert(warnings.end(), in.gpu_warnings.begin(), in.gpu_warnings.end());
+  warnings.insert(warnings.end(), in.setup_warnings.begin(), in.setup_warnings.end());
   if (in.folder) {
     const auto folder = checkpoint_folder_warnings(*in.folder, int(in.world.hosts.size()));
     warnings.insert(warnings.end(), folder.begin(), folder.end());

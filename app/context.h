@@ -68,6 +68,7 @@ struct ContextInputs {
   std::optional<CheckpointFolderFacts> folder;
   // context.nodes[]: each node's topology and software stack (app/topology_facts.h).
   nlohmann::json nodes = nlohmann::json::array();
+  std::vector<std::string> setup_warnings;  // e.g. heartbeats some node cannot read
 };
 nlohmann::json build_context(const ContextInputs& in);
 

@@ -162,7 +162,8 @@ json sweep_context(const Invocation& inv, const TrainConfig& train, const World&
                          gpus.warnings,
                          iters,
                          std::nullopt,
-                         nodes};
+                         nodes,
+                         {}};
   return build_context(in);
 }
 

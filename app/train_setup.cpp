@@ -2,11 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "common/errors.h"
 #include "common/files.h"
+#include "common/sysinfo.h"
+#include "mpi/check.h"
 #include "train/faults.h"
 
 namespace tp {
@@ -145,6 +148,50 @@ BatchSetup make_batch_source(const TrainConfig& cfg, const std::optional<Dataset
   }
   agree_or_throw<UsageError>(world, problem);
   return setup;
+}
+
+std::vector<std::string> heartbeat_visibility_warnings(
+    const std::string& dir, const std::vector<std::string>& host_of_rank,
+    const std::vector<std::vector<int>>& unreadable_by_rank) {
+  std::vector<std::string> warnings, reported;
+  for (size_t r = 0; r < unreadable_by_rank.size(); ++r) {
+    const std::vector<int>& missing = unreadable_by_rank[r];
+    const std::string& reader = host_of_rank.at(r);
+    if (missing.empty() || std::find(reported.begin(), reported.end(), reader) != reported.end())
+      continue;
+    reported.push_back(reader);
+    std::vector<std::string> owners;
+    for (int m : missing)
+      if (std::find(owners.begin(), owners.end(), host_of_rank.at(size_t(m))) == owners.end())
+        owners.push_back(host_of_rank.at(size_t(m)));
+    std::string hosts;
+    for (const std::string& h : owners) hosts += (hosts.empty() ? "" : ", ") + h;
+    warnings.push_back("heartbeats in '" + dir + "': host " + reader +
+                       " cannot read those of ranks " + format_cpulist(missing) + " (host " +
+                       hosts +
+                       "): the folder is not shared by every node, so a stalled job's "
+                       "abort.json would name live ranks as missing; set watchdog.dir to a "
+                       "folder every node mounts");
+  }
+  return warnings;
+}
+
+std::vector<std::string> check_heartbeats_visible(const World& world, const Heartbeat& heartbeat,
+                                                  double retry_s) {
+  mpiCheck(MPI_Barrier(world.comm));  // every rank has written its first beat
+  const std::vector<int> missing =
+      Heartbeat::unreadable_ranks(heartbeat.dir(), world.size, retry_s);
+  const std::vector<std::string> all =
+      gather_strings_at_root(world, world.host + '\n' + format_cpulist(missing));
+  if (world.rank != 0) return {};
+  std::vector<std::string> hosts;
+  std::vector<std::vector<int>> unreadable;
+  for (const std::string& entry : all) {
+    const size_t newline = entry.find('\n');
+    hosts.push_back(entry.substr(0, newline));
+    unreadable.push_back(parse_cpulist(entry.substr(newline + 1)));
+  }
+  return heartbeat_visibility_warnings(heartbeat.dir(), hosts, unreadable);
 }
 
 }  // namespace tp

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "data/batch_source.h"
 #include "data/dataset.h"
@@ -20,6 +21,17 @@ namespace tp {
 // heartbeat file: in watchdog.dir, or trainproof-heartbeats/ beside the report.
 std::unique_ptr<Heartbeat> prepare_outputs(const TrainConfig& config,
                                            const std::string& report_path, const World& world);
+
+// After set-up, every rank reads every rank's heartbeat (after a barrier, retrying for up to
+// `retry_s`). A heartbeat folder some node does not share would make a stalled job's abort.json
+// name live ranks as missing; each host that cannot read others' heartbeats gets a warning.
+// Collective; the warnings are complete on rank 0.
+std::vector<std::string> check_heartbeats_visible(const World& world, const Heartbeat& heartbeat,
+                                                  double retry_s = 5.0);
+// The warnings from each rank's host and the ranks it could not read ([rank]).
+std::vector<std::string> heartbeat_visibility_warnings(
+    const std::string& dir, const std::vector<std::string>& host_of_rank,
+    const std::vector<std::vector<int>>& unreadable_by_rank);
 
 // With data.dir: reads the dataset's index, refuses it when an explicitly given shape option
 // disagrees, and takes the dataset's shape (and, with train.epochs, the step count) into `config`.

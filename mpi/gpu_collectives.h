@@ -7,14 +7,15 @@
 
 #include "common/device_stream.h"
 #include "mpi/collective.h"
+#include "mpi/comm_deadline.h"
 
 namespace tp {
 
 // NCCL over all ranks of `world` on `compute`'s device, ordered after its stream. A reduction or
-// set-up that takes longer than `timeout_s` is aborted (ncclCommAbort) after `on_timeout(what)`
-// has named the ranks that did not arrive; its answer joins the error.
+// set-up that waits longer than `deadline` allows is aborted (ncclCommAbort) after
+// `on_timeout(what)` has named the ranks that did not arrive; its answer joins the error.
 std::unique_ptr<Collective> make_nccl_collective(
-    const World& world, DeviceStream& compute, double timeout_s,
+    const World& world, DeviceStream& compute, std::shared_ptr<const CommDeadline> deadline,
     std::function<std::string(const std::string&)> on_timeout);
 
 // Wraps a host-memory collective so it reduces `compute`'s device gradients through pinned host

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "common/clock.h"
 #include "common/errors.h"
@@ -131,6 +132,18 @@ void Heartbeat::remove_folder(bool made_by_this_run) const {
     }
   }
   fs::remove(dir_, ec);  // fails, harmlessly, while anything else is left in it
+}
+
+std::vector<int> Heartbeat::unreadable_ranks(const std::string& dir, int world_size,
+                                             double retry_s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_s);
+  for (;;) {
+    std::vector<int> missing;
+    for (const HeartbeatRecord& h : read_all(dir, world_size))
+      if (!h.present) missing.push_back(h.rank);
+    if (missing.empty() || std::chrono::steady_clock::now() >= until) return missing;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 std::vector<HeartbeatRecord> Heartbeat::read_all(const std::string& dir, int world_size) {

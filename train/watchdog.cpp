@@ -44,12 +44,24 @@ Evidence gather_evidence(const std::string& dir, int world_size, double window_s
   return evidence;
 }
 
+std::function<std::string(const std::string&)> missing_rank_namer(
+    const std::string& dir, int rank, int world_size,
+    std::shared_ptr<const CommDeadline> deadline) {
+  return [dir, rank, world_size, deadline](const std::string& what) {
+    const double timeout = deadline->watchdog_timeout();
+    const double window = std::min(liveness_window_s(timeout), 0.1 * timeout);
+    const Evidence evidence = gather_evidence(dir, world_size, window);
+    return write_abort_record(dir, what, evidence.latest[size_t(rank)], evidence.verdict);
+  };
+}
+
 Watchdog::Watchdog(Heartbeat& heartbeat, int world_size, double timeout_s, int64_t warmup_steps)
     : heartbeat_(heartbeat),
       world_size_(world_size),
       automatic_(timeout_s <= 0),
       warmup_steps_(std::max<int64_t>(1, warmup_steps)),
-      timeout_s_(timeout_s > 0 ? timeout_s : kWatchdogUntilWarmedUpS) {
+      timeout_s_(timeout_s > 0 ? timeout_s : kWatchdogUntilWarmedUpS),
+      comm_deadline_(std::make_shared<CommDeadline>(timeout_s_.load())) {
   thread_ = std::thread([this] { watch(); });
 }
 
@@ -78,11 +90,14 @@ void Watchdog::watch() {
       if (last_step >= 0) slowest_step = std::max(slowest_step, now - step_started);
       last_step = me.step;
       step_started = now;
-      if (automatic_ && ++steps_seen == warmup_steps_ + 1)
+      if (automatic_ && ++steps_seen == warmup_steps_ + 1) {
         timeout_s_.store(auto_watchdog_timeout(slowest_step));
+        comm_deadline_->set_watchdog_timeout(timeout_s_.load());
+      }
     }
     const double stalled = now - heartbeat_.last_beat_steady_s();
-    const double limit = timeout_s_.load() * (slow_phase(me.phase) ? 10.0 : 1.0);
+    const double limit =
+        timeout_s_.load() * (slow_phase(me.phase) ? CommDeadline::kSetUpFactor : 1.0);
     if (stalled > limit) abort_job(stalled);
   }
 }

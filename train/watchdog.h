@@ -9,10 +9,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "mpi/comm_deadline.h"
 #include "train/culprits.h"
 #include "train/heartbeat.h"
 
@@ -37,6 +39,13 @@ struct Evidence {
 Evidence gather_evidence(const std::string& dir, int world_size, double window_s,
                          const std::function<void()>& while_waiting = nullptr);
 
+// What a collective calls when its deadline (mpi/comm_deadline.h) passes: the watchdog's evidence
+// and rule (every rank's heartbeat in `dir`, read twice), written to abort.json as the watchdog
+// would, with the summary returned. The two reads fit in the tenth of the watchdog's timeout the
+// deadline leaves, so the collective's abort finishes before the watchdog would fire.
+std::function<std::string(const std::string& what)> missing_rank_namer(
+    const std::string& dir, int rank, int world_size, std::shared_ptr<const CommDeadline> deadline);
+
 class Watchdog {
  public:
   // `timeout_s` 0: auto. `warmup_steps`: how many steps the auto timeout learns from.
@@ -44,6 +53,9 @@ class Watchdog {
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
+  // The deadline a collective's waits keep (mpi/comm_deadline.h): it follows this watchdog's
+  // timeout as the timeout is learned, so the collective aborts itself first.
+  std::shared_ptr<const CommDeadline> comm_deadline() const { return comm_deadline_; }
 
  private:
   void watch();
@@ -54,6 +66,7 @@ class Watchdog {
   bool automatic_;
   int64_t warmup_steps_;
   std::atomic<double> timeout_s_;
+  std::shared_ptr<CommDeadline> comm_deadline_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

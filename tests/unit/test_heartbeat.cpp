@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "app/train_setup.h"
 #include "train/culprits.h"
 #include "train/heartbeat.h"
 #include "train/watchdog.h"
@@ -14,6 +15,29 @@ std::string fresh_dir(const char* name) {
   const std::string dir = ::testing::TempDir() + name;
   std::filesystem::remove_all(dir);
   return dir;
+}
+
+TEST(Heartbeat, UnreadableRanksAreThoseWithoutAFileAfterTheRetry) {
+  const std::string dir = fresh_dir("hb-unreadable");
+  tp::Heartbeat r0(dir, 0, "node-a"), r1(dir, 1, "node-a");
+  EXPECT_TRUE(tp::Heartbeat::unreadable_ranks(dir, 2, 0.0).empty());
+  EXPECT_EQ(tp::Heartbeat::unreadable_ranks(dir, 4, 0.3), (std::vector<int>{2, 3}));
+}
+
+// Node b mounts another folder under the same path: it sees only its own ranks' heartbeats, and
+// node a only its own. Each host is named once, with the ranks and hosts it cannot see.
+TEST(Heartbeat, AFolderSomeNodeDoesNotShareIsAWarningPerHost) {
+  const std::vector<std::string> hosts = {"node-a", "node-a", "node-b", "node-b"};
+  const auto warnings =
+      tp::heartbeat_visibility_warnings("/scratch/hb", hosts, {{2, 3}, {2, 3}, {0, 1}, {0, 1}});
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "heartbeats in '/scratch/hb': host node-a cannot read those of ranks 2-3 (host "
+            "node-b): the folder is not shared by every node, so a stalled job's abort.json "
+            "would name live ranks as missing; set watchdog.dir to a folder every node mounts");
+  EXPECT_NE(warnings[1].find("host node-b cannot read those of ranks 0-1 (host node-a)"),
+            std::string::npos);
+  EXPECT_TRUE(tp::heartbeat_visibility_warnings("/scratch/hb", hosts, {{}, {}, {}, {}}).empty());
 }
 
 TEST(Heartbeat, RecordsAreReadWithTheirHostsAndLiveness) {
