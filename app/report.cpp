@@ -4,6 +4,7 @@
 #include <map>
 
 #include "app/rank_gpu.h"
+#include "app/report_buckets.h"
 #include "common/errors.h"
 #include "common/stats.h"
 
@@ -323,10 +324,21 @@ json model_json(const TrainConfig& cfg) {
 }
 
 json timing_json(const RunRecord& run) {
-  return {{"clock", "steady_clock"},
+  const bool on_gpu =
+      run.context.contains("backends") && run.context["backends"].value("compute", "") == "cuda";
+  const bool device_comm = on_gpu && run.context["backends"].value("comm", "") == "nccl";
+  return {{"clock", on_gpu ? "CUDA events on the compute stream for the phases; steady_clock for "
+                             "arrival and checkpoint"
+                           : "steady_clock"},
           {"overlap", run.config.overlap},
           {"comm", run.comm_timing_method},
-          {"comm_exposed", "wait after compute finished until every bucket is reduced"},
+          {"comm_exposed",
+           device_comm ? "compute's end to the last bucket's end, CUDA events on the device"
+                       : "wait after compute finished until every bucket is reduced, as the "
+                         "host observes it"},
+          {"buckets",
+           "each bucket's time on the rank that started it last (the minimum over ranks), "
+           "median over steps; busbw = 2(n-1)/n x bytes / time"},
           {"arrival",
            "entry into the step's first collective, on a clock aligned to "
            "rank 0 (Cristian ping-pong)"}};
@@ -380,6 +392,7 @@ json train_json(const RunRecord& run, const std::vector<StepTiming>& all, const 
   train["model"] = model_json(run.config);
   train["phases"] = phases;
   train["timing"] = timing_json(run);
+  train["buckets"] = bucket_sizes_json(run.config, int(run.ranks.size()), run.bucket_seconds);
   train["arrival_skew"] = summary_json(summarize(flatten(f.skew)));
   add_throughput(train, run, all);
   return train;

@@ -54,7 +54,9 @@ struct RunRecord {
   nlohmann::json context;
   std::vector<RankInfo> ranks;
   std::vector<std::vector<StepTiming>> timings;  // [rank][measured step]
-  std::vector<std::string> digests;              // [rank], hex
+  // [measured step][bucket]: the bucket's time, minimum over ranks (app/report_buckets.h)
+  std::vector<std::vector<double>> bucket_seconds;
+  std::vector<std::string> digests;  // [rank], hex
   int64_t steps_run = 0;
   double first_step_end_unix = 0;  // rank 0's wall clock; a drill's RTO ends here
   std::optional<DataRecord> data;  // when data.dir was read

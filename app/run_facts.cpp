@@ -3,6 +3,7 @@
 #include "app/context.h"
 #include "app/report_text.h"
 #include "common/sysinfo.h"
+#include "mpi/check.h"
 #include "mpi/gather.h"
 
 namespace tp {
@@ -31,6 +32,24 @@ RankLoad load_of(const DatasetBatchSource* loader, const World& world) {
     load.shards_read += std::to_string(f);
   }
   return load;
+}
+
+// Every rank runs the same steps with the same buckets, so the tables line up element by element.
+std::vector<std::vector<double>> min_over_ranks(const World& world,
+                                                const std::vector<std::vector<double>>& table) {
+  std::vector<double> flat, mins;
+  for (const auto& row : table) flat.insert(flat.end(), row.begin(), row.end());
+  mins.resize(flat.size());
+  mpiCheck(
+      MPI_Reduce(flat.data(), mins.data(), int(flat.size()), MPI_DOUBLE, MPI_MIN, 0, world.comm));
+  if (world.rank != 0) return {};
+  std::vector<std::vector<double>> out;
+  size_t at = 0;
+  for (const auto& row : table) {
+    out.emplace_back(mins.begin() + long(at), mins.begin() + long(at + row.size()));
+    at += row.size();
+  }
+  return out;
 }
 
 }  // namespace
@@ -75,6 +94,7 @@ RunFacts gather_run_facts(const World& world, const Backends& backends, const Tr
   const std::vector<double> all = gather_at_root(world, flatten(result.measured));
   for (size_t r = 0; r < facts.ranks.size(); ++r)
     facts.timings.push_back(unflatten(&all[r * steps * kStepTimingFields], steps));
+  facts.bucket_seconds = min_over_ranks(world, result.bucket_seconds);
   facts.gpus = gather_gpu_facts(world, backends);
   return facts;
 }

@@ -31,6 +31,8 @@ struct RankFacts {
 struct RunFacts {
   std::vector<RankFacts> ranks;                  // [rank]
   std::vector<std::vector<StepTiming>> timings;  // [rank][measured step]
+  // [measured step][bucket]: minimum over ranks of each bucket's time
+  std::vector<std::vector<double>> bucket_seconds;
   HostGpuFacts gpus;
 };
 

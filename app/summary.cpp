@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "app/report_buckets.h"
 #include "common/text_safety.h"
 
 namespace tp {
@@ -114,6 +115,29 @@ std::string throughput_line(const json& train) {
       si(train.at("gemm_rate_flops").get<double>(), "FLOP/s").c_str());
 }
 
+// Per bucket size: the collective's time and bus bandwidth, and against the sweep's row of the
+// same report where there is one (app/report_buckets.h).
+std::string bucket_lines(const json& report) {
+  const json& train = report.at("train");
+  if (!train.contains("buckets") || train.at("buckets").empty()) return "";
+  const json efficiency = comm_efficiency_json(report);
+  std::string out = "\ncomm per bucket size (time on the last rank to start it, p50):\n";
+  for (const json& size : train.at("buckets")) {
+    out += summary_text(
+        "  %s x%d: %.3f ms, busbw %.3g GB/s", si(size.at("bytes").get<double>(), "B").c_str(),
+        size.at("buckets").get<int>(), size.at("time_s").at("p50").get<double>() * 1e3,
+        size.at("busbw_gbps").get<double>());
+    for (const json& e : efficiency)
+      if (e.at("bytes") == size.at("bytes"))
+        out += summary_text(", %.0f%% of the sweep's %.3g GB/s at %s",
+                            100.0 * e.at("efficiency").get<double>(),
+                            e.at("sweep_busbw_gbps").get<double>(),
+                            si(e.at("sweep_bytes").get<double>(), "B").c_str());
+    out += "\n";
+  }
+  return out;
+}
+
 std::string data_line(const json& d) {
   return summary_text(
       "\ndata (%s, %d files, %d readers, prefetch %d%s): %s read at %s/s (ranks %s/s to %s/s), "
@@ -218,13 +242,17 @@ json visible(const json& value) {
 }
 
 std::string render_summary(const json& untrusted, size_t slowest_ranks_shown) {
-  if (untrusted.contains("sweep")) return render_sweep_summary(untrusted, true);
+  // A report with both stages (an acceptance run) shows the training summary, which holds each
+  // bucket size against the sweep's row.
+  if (untrusted.contains("sweep") && !untrusted.contains("train"))
+    return render_sweep_summary(untrusted, true);
   const json report = visible(untrusted);
   const json& ctx = report.at("context");
   const json& train = report.at("train");
   std::string out = header_lines(ctx, train);
   out += phase_table(train);
   out += throughput_line(train);
+  out += bucket_lines(report);
   if (report.contains("data")) out += data_line(report.at("data"));
   if (report.contains("checkpoint")) out += checkpoint_lines(report.at("checkpoint"));
   out += slowest_ranks(report, slowest_ranks_shown);

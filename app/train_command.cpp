@@ -47,6 +47,7 @@ struct RunOutcome {
   std::optional<CheckpointRestore> restored;
   const CheckpointDriver* checkpoints = nullptr;
   TopologyPreflight topology;
+  std::vector<std::string> heartbeat_warnings;  // rank 0
 };
 
 void check_batch_covers_world(const TrainConfig& cfg, const World& world) {
@@ -130,6 +131,7 @@ RunRecord record_of(const TrainConfig& cfg, const RunOutcome& run, RunFacts&& fa
     record.digests.push_back(rank.digest);
   }
   record.timings = std::move(facts.timings);
+  record.bucket_seconds = std::move(facts.bucket_seconds);
   std::vector<std::string> affinities, hosts;
   for (const RankFacts& rank : facts.ranks) {
     affinities.push_back(rank.info.cpu_affinity);
@@ -167,7 +169,8 @@ int report_run(const Invocation& inv, const TrainConfig& cfg, const World& world
                           facts.gpus.warnings,
                           int64_t(run.result.measured.size()),
                           run.checkpoints ? std::optional(run.checkpoints->folder()) : std::nullopt,
-                          run.topology.nodes};
+                          run.topology.nodes,
+                          run.heartbeat_warnings};
     RunRecord record =
         record_of(cfg, run, std::move(facts), backends.comm->timing_method(cfg.overlap));
     record.topology_reasons = run.topology.judgement.reasons;
@@ -217,7 +220,8 @@ int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
   // Every backend is watched: a rank that stops moving is named from the heartbeats.
   const Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps);
   check_batch_covers_world(cfg, world);
-  Backends backends = select_backends(cfg, world, heartbeat.get());
+  Backends backends = select_backends(cfg, world, heartbeat.get(), watchdog.comm_deadline());
+  run.heartbeat_warnings = check_heartbeats_visible(world, *heartbeat);
   run.topology = run_topology_preflight(cfg, world, backends);
   const BatchShare share = batch_share(cfg.model.global_batch, world.size, world.rank);
   initialize_model(cfg, world, backends, share);

@@ -1,5 +1,7 @@
 #include "mpi/collective.h"
 
+#include <algorithm>
+
 #include "common/errors.h"
 
 namespace tp {
@@ -37,6 +39,24 @@ std::string counts_problem(const CollectiveCall& c, int n) {
 }
 
 }  // namespace
+
+double busy_seconds(std::vector<BucketTime> buckets) {
+  std::sort(buckets.begin(), buckets.end(),
+            [](const BucketTime& a, const BucketTime& b) { return a.start < b.start; });
+  double busy = 0, open_start = 0, open_end = 0;
+  bool open = false;
+  for (const BucketTime& b : buckets) {
+    if (open && b.start <= open_end) {
+      open_end = std::max(open_end, b.end);
+      continue;
+    }
+    if (open) busy += open_end - open_start;
+    open_start = b.start;
+    open_end = b.end;
+    open = true;
+  }
+  return open ? busy + open_end - open_start : 0.0;
+}
 
 std::string Collective::cannot_run(CollectiveOp, ElementType, bool) const {
   return "the " + name() + " collective implements the training step's allreduce only";

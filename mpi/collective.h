@@ -3,7 +3,9 @@
 // NCCL implementation (device buffers, a communication stream) implements the same calls.
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace tp {
 
@@ -29,6 +31,21 @@ struct CollectiveCall {
   int send_to = -1, recv_from = -1;
 };
 
+// One bucket's reduction on this rank, in seconds on one clock: when it started and when it was
+// complete (see Collective::timing_method for what each backend can see).
+struct BucketTime {
+  double start = 0, end = 0;
+};
+// A step's communication on this rank.
+struct CommTiming {
+  std::vector<BucketTime> buckets;  // in the order they were started
+  // The wait after compute, from compute's end to the last bucket's end, where the collective
+  // times both on the device; nullopt where only the host's view exists.
+  std::optional<double> exposed;
+};
+// The time any bucket was in flight: the union of the buckets' intervals.
+double busy_seconds(std::vector<BucketTime> buckets);
+
 class Collective {
  public:
   virtual ~Collective() = default;
@@ -45,9 +62,9 @@ class Collective {
   // In-place fp32 sum over all ranks, blocking.
   virtual void allreduce_sum(float* data, size_t count) = 0;
 
-  // Seconds the collective itself took since the previous call (see timing_method()).
-  virtual double take_comm_seconds() = 0;
-  // How take_comm_seconds() was measured, for the report.
+  // The buckets started since the previous call, each timed (see timing_method()).
+  virtual CommTiming take_comm_timing() = 0;
+  // How take_comm_timing() was measured, for the report.
   virtual std::string timing_method(bool overlap) const = 0;
 
   // The sweep's operations (docs/sweep.md). A collective that implements only the step's

@@ -31,7 +31,7 @@ CollectiveCheck check_allreduce(Collective& collective, const World& world,
   collective.start_allreduce_sum(buffer.data, count);
   collective.wait_all();
   buffer.read(nonblocking);
-  collective.take_comm_seconds();
+  collective.take_comm_timing();
   if (world.rank == corrupt_rank && count > 0) nonblocking[0] += 1.0f;
 
   const int64_t mine = count_wrong(blocking, world.size) + count_wrong(nonblocking, world.size);

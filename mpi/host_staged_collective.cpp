@@ -42,7 +42,7 @@ class HostStagedCollective final : public Collective {
     cudaCheck(cudaMemcpyAsync(data, staged, count * sizeof(float), cudaMemcpyHostToDevice,
                               compute_.stream()));
   }
-  double take_comm_seconds() override { return inner_->take_comm_seconds(); }
+  CommTiming take_comm_timing() override { return inner_->take_comm_timing(); }
 
   // The sweep's operations work on the inner collective's own (host) memory: nothing to stage.
   int group_rank() const override { return inner_->group_rank(); }
@@ -65,7 +65,7 @@ class HostStagedCollective final : public Collective {
   std::string timing_method(bool overlap) const override {
     return inner_->timing_method(overlap) +
            "; device gradients are staged through pinned host memory, and the copies count in "
-           "compute and comm_exposed, not comm";
+           "compute and comm_exposed, not in the buckets' times";
   }
 
  private:

@@ -37,45 +37,32 @@ class MpiCollective final : public Collective {
     const double started = steady_seconds();
     mpiCheck(MPI_Iallreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, comm_,
                             &request));
-    if (span_start_ < 0) span_start_ = started;
     pending_.push_back(request);
+    pending_bucket_.push_back(buckets_.size());
+    buckets_.push_back({started, started});
   }
 
   void progress() override {
-    if (pending_.empty()) return;
-    int done = 0;
-    mpiCheck(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done,
-                         MPI_STATUSES_IGNORE));
-    if (done) finish_pending();
+    if (!pending_.empty()) collect_completed(false);
   }
 
   void wait_all() override {
-    if (pending_.empty()) return;
-    wait_for_pending();
-    finish_pending();
+    while (!pending_.empty()) {
+      collect_completed(!sleep_while_waiting_);
+      if (sleep_while_waiting_ && !pending_.empty())
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
   }
 
   void allreduce_sum(float* data, size_t count) override {
-    const double started = steady_seconds();
-    if (sleep_while_waiting_) {
-      MPI_Request request;
-      mpiCheck(MPI_Iallreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, comm_,
-                              &request));
-      std::vector<MPI_Request> one{request};
-      pending_.swap(one);
-      wait_for_pending();
-      pending_.swap(one);
-    } else {
-      mpiCheck(MPI_Allreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, comm_));
-    }
-    blocking_seconds_ += steady_seconds() - started;
+    start_allreduce_sum(data, count);
+    wait_all();
   }
 
-  double take_comm_seconds() override {
-    const double total = blocking_seconds_ + (span_start_ >= 0 ? span_end_ - span_start_ : 0.0);
-    blocking_seconds_ = 0.0;
-    span_start_ = span_end_ = -1.0;
-    return total;
+  CommTiming take_comm_timing() override {
+    CommTiming timing;
+    timing.buckets.swap(buckets_);
+    return timing;
   }
 
   int group_rank() const override { return rank_; }
@@ -109,11 +96,12 @@ class MpiCollective final : public Collective {
 
   std::string timing_method(bool overlap) const override {
     std::string method =
-        overlap ? "MPI_Iallreduce buckets: first post to last completion, completion observed "
-                  "at MPI_Testall between GEMMs or while waiting (an upper bound)"
-                : "blocking allreduce per bucket: sum of the calls' durations";
+        std::string(overlap ? "MPI_Iallreduce per bucket, posted between backward layers"
+                            : "MPI_Iallreduce per bucket, all posted after compute") +
+        "; a bucket runs from its post to its completion as the host observes it (MPI_Testsome "
+        "between GEMMs, MPI_Waitsome after compute): an upper bound; steady_clock";
     if (sleep_while_waiting_)
-      method += "; ranks outnumber cores, so waiters sleep 20 us between MPI_Testall calls";
+      method += "; ranks outnumber cores, so waiters sleep 20 us between MPI_Testsome calls";
     return method;
   }
 
@@ -124,36 +112,39 @@ class MpiCollective final : public Collective {
                          " floats exceeds MPI's int count");
     return static_cast<int>(count);
   }
-  // MPI_Waitall busy-polls. When ranks outnumber cores, a polling rank steals the core from a rank
-  // that is still computing, and the victim looks like a straggler; so the waiter sleeps between
-  // tests instead, at the cost of up to one sleep of extra latency per wait.
-  void wait_for_pending() {
-    if (!sleep_while_waiting_) {
-      mpiCheck(
-          MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE));
-      return;
-    }
-    for (;;) {
-      int done = 0;
-      mpiCheck(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done,
-                           MPI_STATUSES_IGNORE));
-      if (done) return;
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
 
-  void finish_pending() {
-    pending_.clear();
-    span_end_ = steady_seconds();
+  // Marks the buckets that completed since the last look, and drops their requests. `block`
+  // waits for at least one (MPI_Waitsome busy-polls); otherwise it only tests. When ranks
+  // outnumber cores a polling rank steals the core from a rank still computing, which then looks
+  // like a straggler, so such waiters test and sleep instead.
+  void collect_completed(bool block) {
+    int done = 0;
+    std::vector<int> indices(pending_.size());
+    const int n = static_cast<int>(pending_.size());
+    if (block)
+      mpiCheck(MPI_Waitsome(n, pending_.data(), &done, indices.data(), MPI_STATUSES_IGNORE));
+    else
+      mpiCheck(MPI_Testsome(n, pending_.data(), &done, indices.data(), MPI_STATUSES_IGNORE));
+    if (done == MPI_UNDEFINED || done == 0) return;
+    const double now = steady_seconds();
+    for (int i = 0; i < done; ++i) buckets_[pending_bucket_[size_t(indices[size_t(i)])]].end = now;
+    // Completed requests are MPI_REQUEST_NULL now: keep the others, in order.
+    size_t kept = 0;
+    for (size_t i = 0; i < pending_.size(); ++i)
+      if (pending_[i] != MPI_REQUEST_NULL) {
+        pending_[kept] = pending_[i];
+        pending_bucket_[kept++] = pending_bucket_[i];
+      }
+    pending_.resize(kept);
+    pending_bucket_.resize(kept);
   }
 
   const bool sleep_while_waiting_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::vector<MPI_Request> pending_;
-  // Non-blocking buckets overlap one another, so they are timed as one span (first post to last
-  // completion) rather than summed; blocking calls are summed.
-  double span_start_ = -1.0, span_end_ = -1.0, blocking_seconds_ = 0.0;
+  std::vector<size_t> pending_bucket_;  // [pending request]: its index in buckets_
+  std::vector<BucketTime> buckets_;     // since the last take_comm_timing
 };
 
 }  // namespace

@@ -4,16 +4,21 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/cuda_check.h"
 #include "mpi/check.h"
 #include "mpi/collective.h"
+#include "mpi/comm_deadline.h"
+#include "mpi/deadline_poll.h"
 #include "mpi/gpu_collectives.h"
 #include "mpi/nccl_operations.h"
 #include "mpi/world.h"
@@ -21,17 +26,23 @@
 namespace tp {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = std::chrono::steady_clock;  // the destructor's finalize wait
 
 [[noreturn]] void throw_nccl(ncclResult_t r, const char* what) {
   throw RuntimeError(std::string(what) + ": NCCL: " + ncclGetErrorString(r));
 }
 
+// One bucket's start and end on the NCCL stream.
+struct BucketEvents {
+  cudaEvent_t start = nullptr, end = nullptr;
+};
+
 class NcclCollective final : public Collective {
  public:
-  NcclCollective(const World& world, DeviceStream& compute, double timeout_s,
+  NcclCollective(const World& world, DeviceStream& compute,
+                 std::shared_ptr<const CommDeadline> deadline,
                  std::function<std::string(const std::string&)> on_timeout)
-      : compute_(compute), timeout_s_(timeout_s), on_timeout_(std::move(on_timeout)) {
+      : compute_(compute), deadline_(std::move(deadline)), on_timeout_(std::move(on_timeout)) {
     cudaCheck(cudaSetDevice(compute.device_index()));
     ncclUniqueId id{};
     if (world.rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -48,9 +59,13 @@ class NcclCollective final : public Collective {
   }
 
   // A group split from a parent's communicator (`comm` may still be in progress).
-  NcclCollective(ncclComm_t comm, DeviceStream& compute, double timeout_s,
+  NcclCollective(ncclComm_t comm, DeviceStream& compute,
+                 std::shared_ptr<const CommDeadline> deadline,
                  std::function<std::string(const std::string&)> on_timeout)
-      : compute_(compute), timeout_s_(timeout_s), on_timeout_(std::move(on_timeout)), comm_(comm) {
+      : compute_(compute),
+        deadline_(std::move(deadline)),
+        on_timeout_(std::move(on_timeout)),
+        comm_(comm) {
     cudaCheck(cudaSetDevice(compute.device_index()));
     wait_ready("ncclCommSplit (group set-up)");
     create_stream_and_events();
@@ -69,7 +84,9 @@ class NcclCollective final : public Collective {
       else
         ncclCommAbort(comm_);
     }
-    for (cudaEvent_t e : {ready_, first_start_, last_end_})
+    for (const BucketEvents& b : buckets_)
+      for (cudaEvent_t e : {b.start, b.end}) cudaEventDestroy(e);
+    for (cudaEvent_t e : {ready_, compute_done_})
       if (e) cudaEventDestroy(e);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -79,14 +96,12 @@ class NcclCollective final : public Collective {
   void start_allreduce_sum(float* data, size_t count) override {
     cudaCheck(cudaEventRecord(ready_, compute_.stream()));
     cudaCheck(cudaStreamWaitEvent(stream_, ready_, 0));
-    if (!span_open_) {
-      cudaCheck(cudaEventRecord(first_start_, stream_));
-      span_open_ = true;
-    }
+    const BucketEvents& bucket = next_bucket_events();
+    cudaCheck(cudaEventRecord(bucket.start, stream_));
     const ncclResult_t r = ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_);
     if (r != ncclSuccess && r != ncclInProgress) fail(r, "ncclAllReduce");
     wait_ready("ncclAllReduce (enqueue)");
-    cudaCheck(cudaEventRecord(last_end_, stream_));
+    cudaCheck(cudaEventRecord(bucket.end, stream_));
     pending_ = true;
   }
 
@@ -94,10 +109,14 @@ class NcclCollective final : public Collective {
 
   void wait_all() override {
     if (!pending_) return;
+    // Compute has all been issued: this event's time is compute's end on the device.
+    cudaCheck(cudaEventRecord(compute_done_, compute_.stream()));
+    const cudaEvent_t last_end = buckets_[started_ - 1].end;
+    cudaCheck(cudaStreamWaitEvent(compute_.stream(), last_end, 0));
     // The watchdog: poll the last bucket's event and the communicator's error state.
-    poll_until([this] { return cudaEventQuery(last_end_); }, "ncclAllReduce");
-    cudaCheck(cudaStreamWaitEvent(compute_.stream(), last_end_, 0));
+    poll_until([last_end] { return cudaEventQuery(last_end); }, "ncclAllReduce");
     pending_ = false;
+    set_up_ = false;
   }
 
   void allreduce_sum(float* data, size_t count) override {
@@ -105,17 +124,29 @@ class NcclCollective final : public Collective {
     wait_all();
   }
 
-  double take_comm_seconds() override {
-    if (!span_open_) return 0.0;
-    cudaCheck(cudaEventSynchronize(last_end_));
-    float ms = 0;
-    cudaCheck(cudaEventElapsedTime(&ms, first_start_, last_end_));
-    span_open_ = false;
-    return ms * 1e-3;
+  CommTiming take_comm_timing() override {
+    CommTiming timing;
+    if (started_ == 0) return timing;
+    const cudaEvent_t origin = buckets_[0].start;
+    cudaCheck(cudaEventSynchronize(buckets_[started_ - 1].end));
+    auto seconds = [](cudaEvent_t from, cudaEvent_t to) {
+      float ms = 0;
+      cudaCheck(cudaEventElapsedTime(&ms, from, to));
+      return double(ms) * 1e-3;
+    };
+    for (size_t i = 0; i < started_; ++i)
+      timing.buckets.push_back(
+          {seconds(origin, buckets_[i].start), seconds(origin, buckets_[i].end)});
+    timing.exposed = std::max(0.0, seconds(compute_done_, buckets_[started_ - 1].end));
+    started_ = 0;
+    return timing;
   }
 
-  std::string timing_method(bool) const override {
-    return "CUDA events on the NCCL stream: the first bucket's start to the last bucket's end";
+  std::string timing_method(bool overlap) const override {
+    return std::string(overlap ? "ncclAllReduce per bucket, enqueued between backward layers"
+                               : "ncclAllReduce per bucket, all enqueued after compute") +
+           "; CUDA events on the NCCL stream around each bucket, and comm_exposed from "
+           "compute's end to the last bucket's end, both on the device";
   }
 
   int group_rank() const override { return rank_; }
@@ -145,6 +176,7 @@ class NcclCollective final : public Collective {
   }
   void synchronize() override {
     poll_until([this] { return cudaStreamQuery(stream_); }, "NCCL sweep operation");
+    set_up_ = false;
   }
   std::unique_ptr<Collective> split(int color, int key) override {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -152,7 +184,7 @@ class NcclCollective final : public Collective {
     ncclComm_t group = nullptr;
     const ncclResult_t r = ncclCommSplit(comm_, color, key, &group, &config);
     if (r != ncclSuccess && r != ncclInProgress) fail(r, "ncclCommSplit");
-    return std::make_unique<NcclCollective>(group, compute_, timeout_s_, on_timeout_);
+    return std::make_unique<NcclCollective>(group, compute_, deadline_, on_timeout_);
   }
 
  private:
@@ -160,17 +192,18 @@ class NcclCollective final : public Collective {
   // communicator when the deadline passes.
   template <class Query>
   void poll_until(Query query, const char* what) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-    for (;;) {
-      const cudaError_t done = query();
-      if (done == cudaSuccess) return;
-      if (done != cudaErrorNotReady) cudaCheck(done);
+    const double seconds = deadline_->seconds(set_up_);
+    auto done = [&] {
+      const cudaError_t answer = query();
+      if (answer == cudaSuccess) return true;
+      if (answer != cudaErrorNotReady) cudaCheck(answer);
       ncclResult_t state = ncclSuccess;
       ncclCommGetAsyncError(comm_, &state);
       if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
-      if (Clock::now() > deadline) abort_after(what);
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+      return false;
+    };
+    poll_until_deadline(
+        done, seconds, [&] { abort_after(what, seconds); }, std::chrono::microseconds(20));
   }
 
   void create_stream_and_events() {
@@ -178,23 +211,32 @@ class NcclCollective final : public Collective {
     check(ncclCommCount(comm_, &size_), "ncclCommCount");
     cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     cudaCheck(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
-    cudaCheck(cudaEventCreate(&first_start_));
-    cudaCheck(cudaEventCreate(&last_end_));
+    cudaCheck(cudaEventCreate(&compute_done_));
+  }
+  // The events of the step's next bucket, created once and reused every step.
+  const BucketEvents& next_bucket_events() {
+    if (started_ == buckets_.size()) {
+      BucketEvents b;
+      cudaCheck(cudaEventCreate(&b.start));
+      cudaCheck(cudaEventCreate(&b.end));
+      buckets_.push_back(b);
+    }
+    return buckets_[started_++];
   }
   void check(ncclResult_t r, const char* what) {
     if (r != ncclSuccess) throw_nccl(r, what);
   }
   // A non-blocking communicator answers ncclInProgress until the call has taken effect.
   void wait_ready(const char* what) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-    for (;;) {
+    const double seconds = deadline_->seconds(set_up_);
+    auto ready = [&] {
       ncclResult_t state = ncclInProgress;
       check(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
-      if (state == ncclSuccess) return;
-      if (state != ncclInProgress) fail(state, what);
-      if (Clock::now() > deadline) abort_after(what);
-      std::this_thread::yield();
-    }
+      if (state != ncclSuccess && state != ncclInProgress) fail(state, what);
+      return state == ncclSuccess;
+    };
+    poll_until_deadline(
+        ready, seconds, [&] { abort_after(what, seconds); }, std::chrono::microseconds(0));
   }
   // NCCL requires an abort after an asynchronous error; the communicator is unusable after it.
   [[noreturn]] void fail(ncclResult_t r, const char* what) {
@@ -202,9 +244,11 @@ class NcclCollective final : public Collective {
     aborted_ = true;
     throw_nccl(r, what);
   }
-  [[noreturn]] void abort_after(const char* what) {
-    const std::string stalled =
-        std::string(what) + " did not complete within " + std::to_string(timeout_s_) + " s";
+  [[noreturn]] void abort_after(const char* what, double seconds) {
+    char limit[64];
+    std::snprintf(limit, sizeof limit, "%.1f s", seconds);
+    const std::string stalled = std::string(what) + " did not complete within " + limit +
+                                (set_up_ ? " (set-up allowance)" : "");
     // The evidence is gathered before the abort, while the other ranks' state is still there.
     const std::string missing = on_timeout_ ? on_timeout_(stalled) : "";
     ncclCommAbort(comm_);
@@ -214,21 +258,26 @@ class NcclCollective final : public Collective {
   }
 
   DeviceStream& compute_;
-  double timeout_s_;
+  std::shared_ptr<const CommDeadline> deadline_;
   std::function<std::string(const std::string&)> on_timeout_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  cudaEvent_t ready_ = nullptr, first_start_ = nullptr, last_end_ = nullptr;
+  cudaEvent_t ready_ = nullptr, compute_done_ = nullptr;
+  std::vector<BucketEvents> buckets_;
+  size_t started_ = 0;  // buckets started since the last take_comm_timing
   int rank_ = 0, size_ = 1;
-  bool pending_ = false, span_open_ = false, aborted_ = false;
+  bool pending_ = false, aborted_ = false;
+  // Until its first collective completes, a communicator is still setting up its connections.
+  bool set_up_ = true;
 };
 
 }  // namespace
 
 std::unique_ptr<Collective> make_nccl_collective(
-    const World& world, DeviceStream& compute, double timeout_s,
+    const World& world, DeviceStream& compute, std::shared_ptr<const CommDeadline> deadline,
     std::function<std::string(const std::string&)> on_timeout) {
-  return std::make_unique<NcclCollective>(world, compute, timeout_s, std::move(on_timeout));
+  return std::make_unique<NcclCollective>(world, compute, std::move(deadline),
+                                          std::move(on_timeout));
 }
 
 }  // namespace tp

@@ -48,7 +48,10 @@ TrainResult StepLoop::run(int64_t first_step, CheckpointHook checkpoint, StopHoo
     ++result.steps_run;
     result.last_step = s;
     // Warm-up counts from this process's first step: a resumed run warms up again.
-    if (s - first_step >= config_.warmup_steps) result.measured.push_back(timing);
+    if (s - first_step >= config_.warmup_steps) {
+      result.measured.push_back(timing);
+      result.bucket_seconds.push_back(last_bucket_seconds_);
+    }
     if (rank_ == 0 && (s % log_every == 0 || s == config_.steps))
       spdlog::info(
           "step {}/{}{}: step {:.2f} ms, data {:.2f} ms, compute {:.2f} ms, comm {:.2f} ms "
@@ -93,19 +96,22 @@ StepTiming StepLoop::step(int64_t s, const CheckpointHook& checkpoint) {
       t.arrival = clock_.now();
     }
     const Bucket& b = buckets_[next_bucket++];
+    // Posting may wait (NCCL's enqueue does, for a peer): a rank stuck there is in comm.
+    heartbeat_.beat(s, phase_name(Phase::comm));
     collective_.start_allreduce_sum(backend_.gradients() + b.offset, b.count);
+    heartbeat_.beat(s, phase_name(Phase::compute));
   }
   clock->mark(Mark::compute_end);
 
   enter(s, Phase::comm);
-  if (config_.overlap) {
-    collective_.wait_all();
-  } else {
+  if (!config_.overlap) {
+    // Every bucket is posted at once and waited for once: no host round trip per bucket.
     backend_.synchronize();
     t.arrival = clock_.now();
     for (const Bucket& b : buckets_)
-      collective_.allreduce_sum(backend_.gradients() + b.offset, b.count);
+      collective_.start_allreduce_sum(backend_.gradients() + b.offset, b.count);
   }
+  collective_.wait_all();
   clock->mark(Mark::comm_done);
 
   enter(s, Phase::optimizer);
@@ -123,8 +129,17 @@ StepTiming StepLoop::step(int64_t s, const CheckpointHook& checkpoint) {
   t.optimizer = clock->seconds_between(Mark::comm_done, Mark::optimizer_end);
   t.checkpoint = checkpoint_s;
   t.step = clock->seconds_between(Mark::step_begin, Mark::optimizer_end) + checkpoint_s;
-  t.comm = collective_.take_comm_seconds();
+  take_comm_timing(t);
   return t;
+}
+
+void StepLoop::take_comm_timing(StepTiming& t) {
+  const CommTiming comm = collective_.take_comm_timing();
+  t.comm = busy_seconds(comm.buckets);
+  // The device's view, where there is one, leaves out the host's polling.
+  if (comm.exposed) t.comm_exposed = *comm.exposed;
+  last_bucket_seconds_.clear();
+  for (const BucketTime& b : comm.buckets) last_bucket_seconds_.push_back(b.end - b.start);
 }
 
 }  // namespace tp

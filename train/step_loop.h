@@ -21,7 +21,7 @@ namespace tp {
 struct StepTiming {
   double data = 0;          // waiting for the batch
   double compute = 0;       // forward + backward, including progress calls between GEMMs
-  double comm = 0;          // the collectives' own duration (see Collective::timing_method)
+  double comm = 0;          // time any bucket was in flight (mpi/collective.h busy_seconds)
   double comm_exposed = 0;  // waiting for communication after compute finished
   double optimizer = 0;
   double checkpoint = 0;
@@ -34,8 +34,11 @@ std::vector<StepTiming> unflatten(const double* values, size_t steps);
 
 struct TrainResult {
   std::vector<StepTiming> measured;  // steps after warm-up
-  int64_t steps_run = 0;             // steps this process computed
-  int64_t last_step = 0;             // the state held at the end is step-last_step
+  // [measured step][bucket]: each bucket's reduction time on this rank (start to end; it
+  // includes waiting for the peers that started it later)
+  std::vector<std::vector<double>> bucket_seconds;
+  int64_t steps_run = 0;  // steps this process computed
+  int64_t last_step = 0;  // the state held at the end is step-last_step
   Digest128 digest;
 };
 
@@ -56,6 +59,8 @@ class StepLoop {
 
  private:
   StepTiming step(int64_t step_number, const CheckpointHook& checkpoint);
+  // The step's communication figures, from the collective's own timing.
+  void take_comm_timing(StepTiming& timing);
   // Entering a phase: the heartbeat records it, then any fault aimed at it fires.
   void enter(int64_t step, Phase phase);
 
@@ -69,6 +74,7 @@ class StepLoop {
   const AlignedClock& clock_;
   std::vector<Bucket> buckets_;
   Batch batch_;
+  std::vector<double> last_bucket_seconds_;  // the last step's, by bucket
 };
 
 }  // namespace tp

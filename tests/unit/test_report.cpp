@@ -19,6 +19,7 @@ tp::RunRecord sample_run(double rank1_compute = 0.100) {
   run.config.warmup_steps = 2;
   run.steps_run = 12;
   run.comm_timing_method = "test";
+  for (int i = 0; i < 10; ++i) run.bucket_seconds.push_back({0.001 + 0.0001 * i});  // one bucket
   run.collective = {0, 8192, -1};
   run.context = {{"tool", {{"version", "0.1.0"}}},
                  {"world_size", 4},
@@ -291,6 +292,27 @@ TEST(Report, JsonMatchesGolden) {
 TEST(Report, JsonWithCheckpointsMatchesGolden) {
   expect_golden(tp::build_report(checkpoint_run()).dump(2) + "\n",
                 "report-checkpoints.golden.json");
+}
+
+// With a sweep in the same report, each bucket size is held against the sweep's allreduce row of
+// the same backend at the nearest size not below it.
+TEST(Report, SummaryHoldsEachBucketSizeAgainstTheSweepInTheSameReport) {
+  json report = tp::build_report(sample_run());
+  const double bucket_busbw = report["train"]["buckets"][0]["busbw_gbps"];
+  report["sweep"] = {{"backend", "mpi"},
+                     {"split", "none"},
+                     {"results", json::array({{{"group", "world"},
+                                               {"op", "allreduce"},
+                                               {"dtype", "float32"},
+                                               {"bytes", 16384},
+                                               {"in_place", true},
+                                               {"not_run", false},
+                                               {"busbw_gbps", 4 * bucket_busbw}}})}};
+  const std::string text = tp::render_summary(report);
+  EXPECT_NE(text.find("12.3 kB x1: 1.450 ms, busbw 0.0127 GB/s, 25% of the sweep's 0.0508 GB/s "
+                      "at 16.4 kB"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

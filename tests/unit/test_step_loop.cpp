@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -113,10 +115,18 @@ class FakeCollective final : public tp::Collective {
   void allreduce_sum(float* data, size_t count) override {
     log_.push_back("allreduce " + where(data, count));
   }
-  // Each step's comm seconds: 100 + the step's number of calls so far, known to the test.
-  double take_comm_seconds() override { return 100.0 + double(++takes_); }
+  // Take k (one a step) has two buckets, [0, 50 + k] and [10, 100 + k]: in flight 100 + k
+  // seconds in all, and 50 + k and 90 + k each.
+  tp::CommTiming take_comm_timing() override {
+    const double k = double(++takes_);
+    tp::CommTiming timing;
+    timing.buckets = {{0.0, 50.0 + k}, {10.0, 100.0 + k}};
+    timing.exposed = device_exposed;
+    return timing;
+  }
   std::string timing_method(bool) const override { return "fake"; }
   int progress_calls = 0;
+  std::optional<double> device_exposed;  // a collective that times comm_exposed on the device
 
  private:
   std::string where(const float* data, size_t count) const {
@@ -237,8 +247,9 @@ TEST_F(StepLoop, WithoutOverlapEveryBucketIsReducedAfterTheWholeBackward) {
                         "backward 0",
                         "mark compute_end",
                         "synchronize",
-                        "allreduce offset 128 count 128",
-                        "allreduce offset 0 count 128",
+                        "start_allreduce offset 128 count 128",
+                        "start_allreduce offset 0 count 128",
+                        "wait_all",
                         "mark comm_done",
                         "optimizer_step 1 (heartbeat 1 optimizer)",
                         "mark optimizer_end",
@@ -271,7 +282,8 @@ TEST_F(StepLoop, TimingsAreRecordedForMeasuredStepsOnly) {
     EXPECT_EQ(t.compute, 2 * k) << step;
     EXPECT_EQ(t.comm_exposed, 3 * k) << step;
     EXPECT_EQ(t.optimizer, 4 * k) << step;
-    EXPECT_EQ(t.comm, 100.0 + k) << step << ": the collective's own figure, taken once a step";
+    EXPECT_EQ(t.comm, 100.0 + k) << step << ": the buckets' union, taken once a step";
+    EXPECT_EQ(result.bucket_seconds[i], (std::vector<double>{50.0 + k, 90.0 + k})) << step;
     // A step that took no checkpoint has no checkpoint time; one that did, its hook's time.
     if (step % 2 == 1) {
       EXPECT_EQ(t.checkpoint, 0.0) << step;
@@ -281,6 +293,22 @@ TEST_F(StepLoop, TimingsAreRecordedForMeasuredStepsOnly) {
     EXPECT_DOUBLE_EQ(t.step, 10 * k + t.checkpoint) << step;
     EXPECT_GT(t.arrival, 0.0) << step << ": stamped at the first collective";
   }
+}
+
+TEST_F(StepLoop, ADeviceTimedExposedWaitReplacesTheHostsView) {
+  collective->device_exposed = 0.25;
+  config.steps = 1;
+  config.warmup_steps = 0;
+  const tp::TrainResult result = run();
+  ASSERT_EQ(result.measured.size(), 1u);
+  EXPECT_EQ(result.measured[0].comm_exposed, 0.25);
+}
+
+TEST(BusySeconds, IsTheUnionOfTheBucketsIntervals) {
+  EXPECT_EQ(tp::busy_seconds({}), 0.0);
+  EXPECT_EQ(tp::busy_seconds({{0, 2}, {1, 3}, {5, 6}}), 4.0);
+  EXPECT_EQ(tp::busy_seconds({{5, 6}, {0, 10}, {1, 2}}), 10.0) << "in any order, nested";
+  EXPECT_EQ(tp::busy_seconds({{0, 1}, {1, 2}}), 2.0) << "touching";
 }
 
 TEST_F(StepLoop, ArrivalIsStampedOnTheAlignedClock) {
