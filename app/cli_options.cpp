@@ -86,7 +86,8 @@ po::options_description comm_options() {
       ("comm.bucket_mb", po::value<double>()->default_value(25.0),
        "gradient bucket size in MiB; a bucket is reduced as soon as its layers are done")
       ("comm.overlap", po::value<bool>()->default_value(true),
-       "true: non-blocking reductions overlap the remaining backward; false: blocking after it");
+       "true: each bucket's reduction starts as its layers finish and overlaps the remaining "
+       "backward; false: every bucket starts after the backward, and the step waits once");
   // clang-format on
   return group;
 }
