@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -52,6 +53,34 @@ std::string mpi_library_version() {
          (version.back() == ',' || version.back() == ' ' || version.back() == '\0'))
     version.pop_back();
   return version;
+}
+
+nlohmann::json merge_gpu_inventories(const std::vector<nlohmann::json>& seen_by_rank) {
+  std::map<std::string, nlohmann::json> by_uuid;
+  for (const nlohmann::json& seen : seen_by_rank)
+    for (nlohmann::json gpu : seen) {
+      gpu.erase("index");
+      by_uuid.emplace(gpu.value("uuid", ""), std::move(gpu));
+    }
+  std::vector<nlohmann::json> gpus;
+  for (auto& [uuid, gpu] : by_uuid) gpus.push_back(std::move(gpu));
+  std::stable_sort(gpus.begin(), gpus.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a.value("pci_bus_id", "") < b.value("pci_bus_id", "");
+  });
+  return gpus;
+}
+
+nlohmann::json node_gpu_environment(const std::vector<std::string>& environment) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const std::string& entry : environment) {
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = entry.substr(0, eq);
+    if ((name.rfind("CUDA_", 0) == 0 || name.rfind("NCCL_", 0) == 0) &&
+        name != "CUDA_VISIBLE_DEVICES")
+      out[name] = redact_variable(name, entry.substr(eq + 1));
+  }
+  return out;
 }
 
 nlohmann::json gpu_inventory(const std::vector<GpuDevice>& devices, const std::string& host) {

@@ -24,6 +24,12 @@ std::string mpi_library_version();
 nlohmann::json nvidia_smi_topology();
 
 // One host's GPUs, as report context entries.
+// One host's GPUs from what each of its ranks sees (under per-task binding a rank sees only its
+// own): the union by UUID, ordered by PCI bus id, without the ranks' own visible indices.
+nlohmann::json merge_gpu_inventories(const std::vector<nlohmann::json>& seen_by_rank);
+// The CUDA_* and NCCL_* variables that apply to the whole node (CUDA_VISIBLE_DEVICES is per rank,
+// in ranks[].gpu), redacted.
+nlohmann::json node_gpu_environment(const std::vector<std::string>& environment);
 nlohmann::json gpu_inventory(const std::vector<GpuDevice>& devices, const std::string& host);
 // "2.28.9" from NCCL's 22809, "13.0" from CUDA's 13000.
 std::string nccl_version_string(int code);

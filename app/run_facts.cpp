@@ -1,5 +1,7 @@
 #include "app/run_facts.h"
 
+#include <map>
+
 #include "app/context.h"
 #include "app/report_text.h"
 #include "common/sysinfo.h"
@@ -55,17 +57,26 @@ std::vector<std::vector<double>> min_over_ranks(const World& world,
 }  // namespace
 
 HostGpuFacts gather_gpu_facts(const World& world, const Backends& backends) {
-  std::string mine;
-  if (world.local_rank == 0 && backends.gpu)
-    mine = dump_escaped({{"gpus", gpu_inventory(backends.gpu->inventory(), world.host)},
-                         {"warnings", gpu_clock_warnings(gpu_clock_query_output(), world.host)}});
-  HostGpuFacts facts;
-  for (const std::string& host : gather_strings_at_root(world, mine)) {
-    if (host.empty()) continue;
-    const nlohmann::json parsed = nlohmann::json::parse(host);
-    for (const auto& g : parsed["gpus"]) facts.gpus.push_back(g);
-    for (const auto& w : parsed["warnings"]) facts.warnings.push_back(w);
+  // Every rank's view (under per-task binding each sees only its own GPU); the warnings once per
+  // machine.
+  nlohmann::json mine = nlohmann::json::object();
+  if (backends.gpu) {
+    mine["gpus"] = gpu_inventory(backends.gpu->inventory(), world.host);
+    if (world.local_rank == 0)
+      mine["warnings"] = gpu_clock_warnings(gpu_clock_query_output(), world.host);
   }
+  const std::vector<std::string> all = gather_strings_at_root(world, dump_escaped(mine));
+  HostGpuFacts facts;
+  if (all.empty()) return facts;
+  std::map<std::string, std::vector<nlohmann::json>> seen_on_host;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const nlohmann::json parsed = nlohmann::json::parse(all[r]);
+    if (parsed.contains("gpus")) seen_on_host[world.host_of_rank[r]].push_back(parsed["gpus"]);
+    for (const auto& w : parsed.value("warnings", nlohmann::json::array()))
+      facts.warnings.push_back(w);
+  }
+  for (const std::string& host : world.hosts)
+    for (const auto& g : merge_gpu_inventories(seen_on_host[host])) facts.gpus.push_back(g);
   return facts;
 }
 

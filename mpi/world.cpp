@@ -108,6 +108,18 @@ std::vector<std::string> gather_strings_at_root(const World& world, const std::s
   return strings;
 }
 
+std::vector<std::string> gather_strings_on_host(const World& world, const std::string& mine) {
+  const int host_index = int(std::find(world.hosts.begin(), world.hosts.end(), world.host) -
+                             world.hosts.begin());
+  World host = world;
+  mpiCheck(MPI_Comm_split(world.comm, host_index, world.rank, &host.comm));
+  host.rank = world.index_on_host();
+  host.size = world.ranks_on(world.host);
+  std::vector<std::string> strings = gather_strings_at_root(host, mine);
+  MPI_Comm_free(&host.comm);
+  return strings;
+}
+
 }  // namespace tp
 
 namespace tp {

@@ -40,6 +40,9 @@ std::vector<std::string> all_gather_strings(const World& world, const std::strin
 std::string broadcast_from_root(const World& world, std::string text);
 // Gathers one string per rank at rank 0 (indexed by rank); empty elsewhere.
 std::vector<std::string> gather_strings_at_root(const World& world, const std::string& mine);
+// Gathers one string per rank of this host (by host name, pretend hosts included) at the host's
+// first rank, in rank order; empty elsewhere. Collective over the world.
+std::vector<std::string> gather_strings_on_host(const World& world, const std::string& mine);
 }  // namespace tp
 
 namespace tp {

@@ -38,6 +38,33 @@ TEST(Context, RedactsSecretsInsideValuesAndKeepsWhatTheReportNeeds) {
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "GPU-8f6c9b1e-3a2d-4c5b-9e8f-1a2b3c4d5e6f");
 }
 
+// Per-task binding: each rank of a node sees one GPU as its index 0. The node lists all of them
+// once, in PCI order.
+TEST(Context, ANodesGpusAreTheUnionOfWhatItsRanksSee) {
+  auto gpu = [](const std::string& uuid, const std::string& bus) {
+    return nlohmann::json{{"index", 0}, {"uuid", uuid}, {"pci_bus_id", bus}, {"name", "H200"}};
+  };
+  const nlohmann::json merged = tp::merge_gpu_inventories(
+      {nlohmann::json::array({gpu("GPU-b", "0000:9b:00.0")}),
+       nlohmann::json::array({gpu("GPU-a", "0000:1b:00.0")}),
+       nlohmann::json::array({gpu("GPU-b", "0000:9b:00.0")}), nlohmann::json::array()});
+  ASSERT_EQ(merged.size(), 2u) << merged;
+  EXPECT_EQ(merged[0]["uuid"], "GPU-a");
+  EXPECT_EQ(merged[1]["uuid"], "GPU-b");
+  EXPECT_FALSE(merged[0].contains("index")) << "a rank's visible index is not the node's";
+}
+
+TEST(Context, ANodesGpuEnvironmentLeavesThePerRankVariableOut) {
+  const nlohmann::json env = tp::node_gpu_environment(
+      {"NCCL_IB_HCA=mlx5_0", "CUDA_VISIBLE_DEVICES=3", "CUDA_DEVICE_MAX_CONNECTIONS=1",
+       "NCCL_PASSWORD=hunter2", "PATH=/usr/bin"});
+  EXPECT_EQ(env["NCCL_IB_HCA"], "mlx5_0");
+  EXPECT_EQ(env["CUDA_DEVICE_MAX_CONNECTIONS"], "1");
+  EXPECT_FALSE(env.contains("CUDA_VISIBLE_DEVICES"));
+  EXPECT_FALSE(env.contains("PATH"));
+  EXPECT_NE(env["NCCL_PASSWORD"], "hunter2");
+}
+
 TEST(Context, TimingWarnings) {
   // A quiet environment: as many CPUs as ranks, a governor that does not ramp, an optimised build
   // without sanitizers, enough steps for percentiles.

@@ -59,6 +59,20 @@ TEST(TopologyPreflight, AnotherLibraryVersionIsADifference) {
   EXPECT_NE(j.reasons.at("n3")[0].find("v5.0.3"), std::string::npos);
 }
 
+// The GPU stack is compared the same way: a node on another driver is named with both values.
+TEST(TopologyPreflight, AnotherDriverIsADifference) {
+  std::vector<tp::NodeTopology> nodes;
+  for (const char* host : {"n1", "n2", "n3"}) {
+    nodes.push_back(node(host, 100000, 16));
+    nodes.back().extra_facts["driver"] = host == std::string("n2") ? "570.86.15" : "580.65.06";
+    nodes.back().extra_facts["NCCL"] = "2.28.9";
+  }
+  const auto j = judge(nodes);
+  ASSERT_EQ(j.reasons.size(), 1u);
+  EXPECT_NE(j.reasons.at("n2")[0].find("570.86.15"), std::string::npos) << j.reasons.at("n2")[0];
+  EXPECT_NE(j.reasons.at("n2")[0].find("580.65.06"), std::string::npos) << j.reasons.at("n2")[0];
+}
+
 TEST(TopologyPreflight, TheNodeJsonCarriesItsFactsAndTheCallersExtras) {
   auto n = node("n1", 100000, 16);
   n.extra["versions"] = {{"mpi", "Open MPI v4.1.4"}};
