@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "app/build_info.h"

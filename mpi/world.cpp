@@ -109,8 +109,8 @@ std::vector<std::string> gather_strings_at_root(const World& world, const std::s
 }
 
 std::vector<std::string> gather_strings_on_host(const World& world, const std::string& mine) {
-  const int host_index = int(std::find(world.hosts.begin(), world.hosts.end(), world.host) -
-                             world.hosts.begin());
+  const int host_index =
+      int(std::find(world.hosts.begin(), world.hosts.end(), world.host) - world.hosts.begin());
   World host = world;
   mpiCheck(MPI_Comm_split(world.comm, host_index, world.rank, &host.comm));
   host.rank = world.index_on_host();
