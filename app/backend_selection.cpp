@@ -181,6 +181,25 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
   return b;
 }
 
+uint64_t gpu_host_staging_bytes(const BackendConfig& bc, bool staged_gradient) {
+  const uint64_t batch = 2 * sizeof(float) * uint64_t(bc.local_samples) * bc.seq * bc.hidden;
+  const uint64_t gradient = sizeof(float) * uint64_t(bc.layers) * bc.hidden * bc.hidden;
+  return batch + (staged_gradient ? gradient : 0);
+}
+
+std::string gpu_host_staging_problem(const TrainConfig& cfg, bool staged_gradient,
+                                     const HostMemory& memory) {
+  const uint64_t needed = memory.model_per_rank * uint64_t(memory.ranks);
+  if (!memory.available || double(needed) <= 0.9 * double(*memory.available)) return "";
+  return "pinned host staging too large for memory on host " + memory.host + ": " +
+         std::to_string(memory.ranks) + " ranks x " + gib(memory.model_per_rank) + " = " +
+         gib(needed) + " needed, " + gib(*memory.available) + " available (the batch" +
+         (staged_gradient ? " and the whole gradient, reduced over MPI" : "") +
+         "; model.hidden=" + std::to_string(cfg.model.hidden) +
+         ", model.layers=" + std::to_string(cfg.model.layers) +
+         ", model.seq=" + std::to_string(cfg.model.seq) + ")";
+}
+
 std::string checkpoint_memory_problem(const TrainConfig& cfg, const HostMemory& memory) {
   if (cfg.checkpoint_dir.empty() || !memory.available) return "";
   CheckpointMemoryPlan plan;
@@ -224,10 +243,16 @@ void check_memory(const World& world, const Backends& backends, const BackendCon
               ", model.hidden=" + std::to_string(cfg.model.hidden) +
               ", model.seq=" + std::to_string(cfg.model.seq) +
               ", model.batch=" + std::to_string(cfg.model.global_batch) + ")";
+  const bool staged_gradient = on_gpu && backends.comm->name() == "mpi";
+  const uint64_t host_per_rank = on_gpu ? gpu_host_staging_bytes(bc, staged_gradient) : per_rank;
+  if (problem.empty() && on_gpu)
+    problem = gpu_host_staging_problem(
+        cfg, staged_gradient,
+        HostMemory{host_per_rank, world.local_size, host_available, world.host});
   // Checkpoint buffers are host memory, whether the model lives there or on a GPU.
   if (problem.empty())
     problem = checkpoint_memory_problem(
-        cfg, on_gpu ? HostMemory{0, world.local_size, host_available, world.host}
+        cfg, on_gpu ? HostMemory{host_per_rank, world.local_size, host_available, world.host}
                     : HostMemory{per_rank, sharers, available, world.host, true});
   agree_or_throw<UsageError>(world, problem);
 }

@@ -53,6 +53,14 @@ struct HostMemory {
 // beside the model: names the options, the bytes needed and the bytes available.
 std::string checkpoint_memory_problem(const TrainConfig& config, const HostMemory& memory);
 
+// A GPU rank's pinned host memory: its batch, and with `staged_gradient` (MPI reducing device
+// gradients through the host) the whole gradient.
+uint64_t gpu_host_staging_bytes(const BackendConfig& backend, bool staged_gradient);
+// "" or why `memory.ranks` GPU ranks of one host, each holding `memory.model_per_rank` bytes of
+// pinned staging, do not fit in 90% of its available memory.
+std::string gpu_host_staging_problem(const TrainConfig& config, bool staged_gradient,
+                                     const HostMemory& memory);
+
 // Refuses, on every rank alike, a model that would not fit in the memory its ranks share: the
 // host's RAM for the CPU backend, a device's free memory for the CUDA backend.
 void check_memory(const World& world, const Backends& backends, const BackendConfig& backend,

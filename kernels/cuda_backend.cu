@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "common/cuda_check.h"
@@ -137,6 +138,26 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// Page-locked host memory, so host-to-device copies from it run asynchronously.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (data_) cudaFreeHost(data_);
+  }
+  void allocate(size_t n) {
+    if (data_) cudaCheck(cudaFreeHost(data_));
+    data_ = nullptr;
+    if (n) cudaCheck(cudaMallocHost(&data_, n * sizeof(float)));
+  }
+  float* get() const { return data_; }
+
+ private:
+  float* data_ = nullptr;
+};
+
 class EventPhaseClock final : public PhaseClock {
  public:
   explicit EventPhaseClock(cudaStream_t stream) : stream_(stream) {
@@ -158,6 +179,18 @@ class EventPhaseClock final : public PhaseClock {
   cudaEvent_t events_[int(Mark::kCount)];
 };
 
+// Each step's clock reuses the backend's events: a step resolves its marks before the next
+// begins, and creating five events a step costs more than recording them.
+class BorrowedPhaseClock final : public PhaseClock {
+ public:
+  explicit BorrowedPhaseClock(EventPhaseClock& events) : events_(events) {}
+  void mark(Mark m) override { events_.mark(m); }
+  double seconds_between(Mark from, Mark to) override { return events_.seconds_between(from, to); }
+
+ private:
+  EventPhaseClock& events_;
+};
+
 template <typename T>
 class CudaBackend final : public CudaBackendBase {
  public:
@@ -176,9 +209,13 @@ class CudaBackend final : public CudaBackendBase {
     cudaDeviceProp prop{};
     cudaCheck(cudaGetDeviceProperties(&prop, device_));
     device_name_ = prop.name;
+    phase_events_ = std::make_unique<EventPhaseClock>(stream_);
+    cudaCheck(cudaEventCreateWithFlags(&batch_copied_, cudaEventDisableTiming));
   }
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
+    phase_events_.reset();
+    cudaEventDestroy(batch_copied_);
     cublasDestroy(cublas_);
     cudaStreamDestroy(stream_);
   }
@@ -227,6 +264,7 @@ class CudaBackend final : public CudaBackendBase {
     downstream_.allocate(tokens);
     sample_weight_grad_.allocate(layer_size_);
     staging_.allocate(2 * sample_size_ * c.local_samples);
+    pinned_batch_.allocate(2 * sample_size_ * c.local_samples);
     cudaCheck(cudaMemsetAsync(grads_.get(), 0, params * sizeof(float), stream_));
     cudaCheck(cudaMemsetAsync(moment1_.get(), 0, params * sizeof(float), stream_));
     if (moment2_.size())
@@ -247,10 +285,14 @@ class CudaBackend final : public CudaBackendBase {
 
   void load_batch(const BatchView& batch) override {
     const size_t n = sample_size_ * batch.samples;
-    cudaCheck(cudaMemcpyAsync(staging_.get(), batch.inputs, n * sizeof(float),
+    // From pageable memory the copy would be staged and synchronous: the batch goes through a
+    // pinned buffer instead, once the previous batch's copy out of it is done.
+    cudaCheck(cudaEventSynchronize(batch_copied_));
+    std::memcpy(pinned_batch_.get(), batch.inputs, n * sizeof(float));
+    std::memcpy(pinned_batch_.get() + n, batch.targets, n * sizeof(float));
+    cudaCheck(cudaMemcpyAsync(staging_.get(), pinned_batch_.get(), 2 * n * sizeof(float),
                               cudaMemcpyHostToDevice, stream_));
-    cudaCheck(cudaMemcpyAsync(staging_.get() + n, batch.targets, n * sizeof(float),
-                              cudaMemcpyHostToDevice, stream_));
+    cudaCheck(cudaEventRecord(batch_copied_, stream_));
     cast_to_stride_kernel<T><<<blocks_for(n), kThreads, 0, stream_>>>(
         staging_.get(), activations_.get(), sample_size_, sample_stride_, batch.samples);
     cast_to_stride_kernel<T><<<blocks_for(n), kThreads, 0, stream_>>>(
@@ -340,8 +382,10 @@ class CudaBackend final : public CudaBackendBase {
       if (host->size() != device->size())
         throw RuntimeError("restored state has " + std::to_string(host->size()) +
                            " values where the model has " + std::to_string(device->size()));
-      cudaCheck(cudaMemcpy(device->get(), host->data(), host->size() * sizeof(float),
-                           cudaMemcpyHostToDevice));
+      // On the compute stream: a copy on the legacy stream is not ordered before the
+      // non-blocking stream's kernels that read the state next.
+      cudaCheck(cudaMemcpyAsync(device->get(), host->data(), host->size() * sizeof(float),
+                                cudaMemcpyHostToDevice, stream_));
     }
     refresh_weight_copy();
     synchronize();
@@ -368,7 +412,7 @@ class CudaBackend final : public CudaBackendBase {
   }
 
   std::unique_ptr<PhaseClock> make_phase_clock() override {
-    return std::make_unique<EventPhaseClock>(stream_);
+    return std::make_unique<BorrowedPhaseClock>(*phase_events_);
   }
 
   double measure_gemm_rate(double min_seconds) override {
@@ -446,6 +490,9 @@ class CudaBackend final : public CudaBackendBase {
   GradGrid grid_{};
   DeviceBuffer<float> params_, grads_, moment1_, moment2_, sample_weight_grad_, staging_;
   DeviceBuffer<T> weights_, activations_, targets_, upstream_, downstream_;
+  PinnedBuffer pinned_batch_;           // inputs then targets, as staging_ holds them
+  cudaEvent_t batch_copied_ = nullptr;  // the last batch has left pinned_batch_
+  std::unique_ptr<EventPhaseClock> phase_events_;
 };
 
 }  // namespace

@@ -209,7 +209,10 @@ class NcclCollective final : public Collective {
   void create_stream_and_events() {
     check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
     check(ncclCommCount(comm_, &size_), "ncclCommCount");
-    cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // The highest priority, so the compute stream's GEMMs cannot starve the reduction kernels.
+    int least = 0, greatest = 0;
+    cudaCheck(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaCheck(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
     cudaCheck(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     cudaCheck(cudaEventCreate(&compute_done_));
   }

@@ -103,4 +103,29 @@ TEST(CheckpointMemory, NothingToCheckWithoutCheckpointsOrAKnownSize) {
       "");
 }
 
+// A GPU rank holds its batch in pinned host memory, and reducing over MPI, the whole gradient.
+TEST(GpuHostStaging, TheGradientCountsOnlyWhenMpiStagesIt) {
+  tp::BackendConfig bc{};
+  bc.layers = 4;
+  bc.hidden = 1024;
+  bc.seq = 128;
+  bc.local_samples = 2;
+  const uint64_t batch = 2 * 4 * 2 * 128 * 1024;
+  EXPECT_EQ(tp::gpu_host_staging_bytes(bc, false), batch);
+  EXPECT_EQ(tp::gpu_host_staging_bytes(bc, true), batch + 4ull * 4 * 1024 * 1024);
+}
+
+TEST(GpuHostStaging, EightRanksThatDoNotFitAreRefusedWithTheFigures) {
+  tp::TrainConfig cfg;
+  const uint64_t per_rank = 1ull << 30;
+  EXPECT_EQ(tp::gpu_host_staging_problem(cfg, true, {per_rank, 8, 10ull << 30, "gpu-a"}), "");
+  const std::string problem =
+      tp::gpu_host_staging_problem(cfg, true, {per_rank, 8, 8ull << 30, "gpu-a"});
+  EXPECT_NE(problem.find("on host gpu-a: 8 ranks x 1.00 GiB = 8.00 GiB needed, 8.00 GiB "
+                         "available (the batch and the whole gradient, reduced over MPI"),
+            std::string::npos)
+      << problem;
+  EXPECT_EQ(tp::gpu_host_staging_problem(cfg, true, {per_rank, 8, std::nullopt, "gpu-a"}), "");
+}
+
 }  // namespace
