@@ -269,7 +269,15 @@ setup() {
   if command -v nvidia-smi >/dev/null && timeout 30 nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     GPU_VISIBLE=yes
   fi
-  say "GPU visible: $GPU_VISIBLE"
+  # How many GPUs the multi-GPU stages use. The dry run lists eight through a fake nvidia-smi, so
+  # that the branch a multi-GPU machine takes is walked here too (its GPU runs then skip).
+  local lister=${DEVICE_CHECK_NVIDIA_SMI:-nvidia-smi}
+  [ "$MODE" = dry-run ] && lister=${DEVICE_CHECK_NVIDIA_SMI:-$here/fake-nvidia-smi.sh}
+  GPU_COUNT=$(timeout 30 "$lister" -L 2>/dev/null | grep -c '^GPU ')
+  [ -n "$GPU_COUNT" ] || GPU_COUNT=0
+  PIN_ONE_GPU=()
+  [ "$GPU_COUNT" -gt 1 ] && PIN_ONE_GPU=(-x CUDA_VISIBLE_DEVICES=0)
+  say "GPU visible: $GPU_VISIBLE; GPUs listed by $lister: $GPU_COUNT"
 
   # The dry run hides this machine's own Open MPI, PMIx, ssh/rsh and every library the bundle
   # carries from the CPU smoke run, so that only the bundle can satisfy it, as on the GPU machine.

@@ -5,6 +5,9 @@ the summary (summary.json, summary.md) written.
     results.py get FILE DOTTED.KEY
     results.py report-figures TRAINPROOF_REPORT
     results.py gtest GTEST_JSON
+    results.py gpu-uuids TRAINPROOF_REPORT       ranks, then distinct GPU UUIDs the ranks drove
+    results.py nccl-transports NCCL_LOG...       the transports NCCL chose (P2P/IPC, SHM, NET/IB...)
+    results.py abort-names ABORT_JSON           the ranks abort.json names as missing
     results.py summary RESULTS_DIR OUT_DIR MODE STARTED STAGE[,STAGE...]
 
 Python because it is on both machines and reads JSON; it never runs with the bundle's libraries.
@@ -85,6 +88,40 @@ def cmd_gtest(path):
               for t in s.get("testsuite", []) if t.get("failures")]
     if failed:
         print("failed=" + ",".join(failed[:8]) + (",..." if len(failed) > 8 else ""))
+
+
+def cmd_gpu_uuids(path):
+    report = load(path)
+    if report is None:
+        return
+    uuids = [(r.get("gpu") or {}).get("uuid") for r in report.get("ranks", [])]
+    print(len(uuids), len({u for u in uuids if u}))
+
+
+# NCCL_DEBUG=INFO names each channel's connection: "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+# "via NET/IB/0/GDRDMA", "via SHM/direct/direct"; NVLS and CollNet announce themselves too.
+def cmd_nccl_transports(*paths):
+    import re
+    found = set()
+    for path in paths:
+        try:
+            with open(path, errors="replace") as f:
+                for line in f:
+                    m = re.search(r" via ([A-Za-z0-9]+(?:/[A-Za-z0-9]+)?)", line)
+                    if m:
+                        found.add(m.group(1))
+                    if "NVLS" in line and "enabled" in line.lower():
+                        found.add("NVLS")
+        except OSError:
+            continue
+    print(",".join(sorted(found)))
+
+
+def cmd_abort_names(path):
+    record = load(path)
+    if record is None:
+        return
+    print(",".join(str(m.get("rank")) for m in record.get("missing", [])))
 
 
 def cmd_summary(results_dir, out_dir, mode, started, stages):

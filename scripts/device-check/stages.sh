@@ -4,11 +4,13 @@
 # `verdict STATUS REASON`, after `fig KEY TEXT` or `fign KEY NUMBER` for each figure worth
 # reporting. It may use what the driver's setup found: BUNDLE (the unpacked bundle), WORK (this
 # run's scratch folder, archived into stages.tar.gz), OUT, MODE (device or dry-run), RUN_LD,
-# GPU_LIB_DIRS, GPU_VISIBLE (yes or no), ISOLATE and STAGE_LOG.
+# GPU_LIB_DIRS, GPU_VISIBLE (yes or no), GPU_COUNT (what `nvidia-smi -L` lists; the dry run's
+# fake lists eight), PIN_ONE_GPU (mpirun options that keep GPU-sharing stages on one GPU when
+# there are several), ISOLATE and STAGE_LOG.
 
 # shellcheck disable=SC2034 # the table is read by scripts/device-check.sh
-STAGES=(environment cpu_smoke gpu_unit_tests gemm_vs_torch train_nccl_1rank collective_sweep
-        train_cuda_mpi_2rank checkpoint_resume data_path)
+STAGES=(environment cpu_smoke gpu_unit_tests gemm_vs_torch train_nccl_1rank train_nccl_all_gpus
+        collective_sweep train_cuda_mpi_2rank watchdog_gpu checkpoint_resume data_path)
 # --- Later capabilities add their stages here (function, time limit, entry in STAGES).
 # shellcheck disable=SC2034
 declare -A STAGE_LIMIT_S=(
@@ -17,6 +19,8 @@ declare -A STAGE_LIMIT_S=(
   [gpu_unit_tests]=120
   [gemm_vs_torch]=150
   [train_nccl_1rank]=90
+  [train_nccl_all_gpus]=90
+  [watchdog_gpu]=60
   [collective_sweep]=90
   [train_cuda_mpi_2rank]=150
   [checkpoint_resume]=150
@@ -29,6 +33,8 @@ declare -A STAGE_TITLE=(
   [gpu_unit_tests]="gpu_tests (GoogleTest)"
   [gemm_vs_torch]="cuBLAS GEMM rate from trainproof against torch.matmul, fp32 and bf16"
   [train_nccl_1rank]="smoke.ini, compute cuda, comm nccl, 1 rank"
+  [train_nccl_all_gpus]="with more than one GPU: smoke.ini over NCCL on every GPU, one rank each; the 1-rank digest, N distinct UUIDs, NCCL's transports"
+  [watchdog_gpu]="2 ranks on one GPU (cuda + mpi), rank 1 hangs in compute at step 5 with watchdog.timeout_s=5: the job ends and abort.json names rank 1"
   [collective_sweep]="trainproof sweep over NCCL, every op, float32 and bf16, one rank per GPU: every element right, timings sane"
   [train_cuda_mpi_2rank]="smoke.ini, compute cuda, comm mpi, 2 ranks, twice; digests agree"
   [data_path]="a prepared dataset read by the loader into the GPU compute (nccl 1 rank, mpi 2 ranks), verified; digests agree and differ from synthetic"
@@ -292,8 +298,7 @@ PY
 }
 
 stage_collective_sweep() {
-  local gpus dtype rc status=pass reason="" figures
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') || gpus=1
+  local gpus=$GPU_COUNT dtype rc status=pass reason="" figures
   [ "$gpus" -ge 1 ] || gpus=1
   fign gpus "$gpus"
   for dtype in float32 bf16; do
@@ -323,14 +328,91 @@ stage_collective_sweep() {
   verdict "$status" "${reason:-every row right in float32 and bf16; figures hold the allreduce algbw}"
 }
 
+# Every GPU of the machine, one NCCL rank each, on the 1-rank run's work: the digest must be the
+# 1-rank digest (it depends on neither the world size nor the collective), every rank must have
+# driven its own GPU, and NCCL's own log says which transports it chose between them.
+stage_train_nccl_all_gpus() {
+  local rc counts transports digest
+  if [ "$GPU_COUNT" -lt 2 ]; then
+    verdict skip "$GPU_COUNT GPU listed: train_nccl_1rank covers it"
+    return
+  fi
+  fign gpus "$GPU_COUNT"
+  rm -f "$WORK"/nccl-debug.*
+  launch 80 "$GPU_COUNT" -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,GRAPH \
+    -x NCCL_DEBUG_FILE="$WORK/nccl-debug.%h.%p" -- train --scenario "$BUNDLE/scenarios/smoke.ini" \
+    --compute.backend=cuda --comm.backend=nccl --report "$WORK/train-nccl-all.json" \
+    >"$WORK/train-nccl-all.log" 2>&1
+  rc=$?
+  cat "$WORK/train-nccl-all.log"
+  fign exit "$rc"
+  if [ "$(gpu_run_status "$rc")" != pass ]; then
+    verdict "$(gpu_run_status "$rc")" "$(gpu_run_reason "$rc" "$WORK/train-nccl-all.log" "$GPU_COUNT ranks")"
+    return
+  fi
+  report_figs "$WORK/train-nccl-all.json" ""
+  read -r -a counts < <(results gpu-uuids "$WORK/train-nccl-all.json")
+  transports=$(results nccl-transports "$WORK"/nccl-debug.*)
+  digest=$(results get "$WORK/train-nccl-all.json" train.final_digest)
+  fign ranks "${counts[0]:-0}"
+  fign distinct_gpus "${counts[1]:-0}"
+  fig transports "${transports:-none seen}"
+  fign matches_nccl_1rank "$([ -n "${NCCL_DIGEST:-}" ] && [ "$digest" = "$NCCL_DIGEST" ] && echo true || echo false)"
+  if [ "${counts[1]:-0}" != "$GPU_COUNT" ]; then
+    verdict fail "$GPU_COUNT ranks drove ${counts[1]:-0} distinct GPUs (ranks[].gpu.uuid)"
+  elif [ -n "${NCCL_DIGEST:-}" ] && [ "$digest" != "$NCCL_DIGEST" ]; then
+    verdict fail "digest $digest differs from the 1-rank NCCL run's $NCCL_DIGEST"
+  else
+    verdict pass "$GPU_COUNT ranks on $GPU_COUNT GPUs, digest ${digest:0:12}$([ -n "${NCCL_DIGEST:-}" ] && echo " (the 1-rank digest)"), transports ${transports:-none seen}"
+  fi
+}
+
+# The watchdog on the GPU path: rank 1 stops responding on entering step 5's compute; rank 0 waits
+# for it in the collective. The job must end well within the stage's limit, and abort.json must
+# name rank 1 and nobody else.
+stage_watchdog_gpu() {
+  local rc started seconds named dir=$WORK/watchdog
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  started=$(now)
+  launch 50 2 "${PIN_ONE_GPU[@]}" -- train --scenario "$BUNDLE/scenarios/smoke.ini" \
+    --compute.backend=cuda --comm.backend=mpi --fault hang:rank=1,step=5 \
+    --watchdog.timeout_s=5 --watchdog.dir="$dir" --report "$WORK/watchdog.json" \
+    >"$WORK/watchdog.log" 2>&1
+  rc=$?
+  seconds=$(($(now) - started))
+  cat "$WORK/watchdog.log"
+  fign exit "$rc"
+  fign seconds "$seconds"
+  if [ ! -f "$dir/abort.json" ]; then
+    if [ "$GPU_VISIBLE" = no ] || [ ! -f "$BUNDLE/bin/libtrainproof_gpu.so" ]; then
+      verdict skip "$(gpu_run_reason "$rc" "$WORK/watchdog.log" "hung run")"
+    else
+      verdict fail "no abort.json after the hang ($(gpu_run_reason "$rc" "$WORK/watchdog.log" "hung run"))"
+    fi
+    return
+  fi
+  cp "$dir/abort.json" "$WORK/watchdog-abort.json"
+  named=$(results abort-names "$dir/abort.json")
+  fig named "$named"
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    verdict fail "the hung job was still running at the stage's limit"
+  elif [ "$named" != 1 ]; then
+    verdict fail "abort.json names rank(s) '${named}', expected rank 1"
+  else
+    verdict pass "the job ended after ${seconds}s (exit $rc); abort.json names rank 1"
+  fi
+}
+
 # Two identical runs must end bit-identical; by design they also match the 1-rank NCCL run, since
 # the digest depends on neither the world size nor the collective.
 stage_train_cuda_mpi_2rank() {
   local i rc rcs=() digests=() status=pass reason=
   for i in 1 2; do
     section "run $i"
-    launch 70 2 -- train --scenario "$BUNDLE/scenarios/smoke.ini" --compute.backend=cuda \
-      --comm.backend=mpi --report "$WORK/train-mpi-$i.json" >"$WORK/train-mpi-$i.log" 2>&1
+    launch 70 2 "${PIN_ONE_GPU[@]}" -- train --scenario "$BUNDLE/scenarios/smoke.ini" \
+      --compute.backend=cuda --comm.backend=mpi --report "$WORK/train-mpi-$i.json" \
+      >"$WORK/train-mpi-$i.log" 2>&1
     rc=$?
     cat "$WORK/train-mpi-$i.log"
     rcs+=("$rc")
@@ -382,8 +464,8 @@ stage_checkpoint_resume() {
     rm -rf "$WORK/ckpt-$name"
     local -a run=(train --scenario "$BUNDLE/scenarios/smoke.ini" --compute.backend=cuda
       --checkpoint.dir="$WORK/ckpt-$name" --checkpoint.every=8 "${words[@]:2}")
-    launch 60 "$ranks" -- "${run[@]}" --train.steps=20 --report "$WORK/ckpt-$name-stop.json" \
-      >"$WORK/ckpt-$name-stop.log" 2>&1
+    launch 60 "$ranks" "${PIN_ONE_GPU[@]}" -- "${run[@]}" --train.steps=20 \
+      --report "$WORK/ckpt-$name-stop.json" >"$WORK/ckpt-$name-stop.log" 2>&1
     rc=$?
     cat "$WORK/ckpt-$name-stop.log"
     if [ "$(gpu_run_status "$rc")" != pass ]; then
@@ -391,8 +473,8 @@ stage_checkpoint_resume() {
       reason=$(gpu_run_reason "$rc" "$WORK/ckpt-$name-stop.log" "$name, first run")
       break
     fi
-    launch 60 "$ranks" -- "${run[@]}" --resume auto --report "$WORK/ckpt-$name-resume.json" \
-      >"$WORK/ckpt-$name-resume.log" 2>&1
+    launch 60 "$ranks" "${PIN_ONE_GPU[@]}" -- "${run[@]}" --resume auto \
+      --report "$WORK/ckpt-$name-resume.json" >"$WORK/ckpt-$name-resume.log" 2>&1
     rc=$?
     cat "$WORK/ckpt-$name-resume.log"
     restored=$(results get "$WORK/ckpt-$name-resume.json" train.restored_step)
@@ -454,7 +536,8 @@ stage_data_path() {
     name=${comm}_${ranks}rank
     section "$name"
     # Not bound to cores: the loader's reader threads need more than the one core a rank would get.
-    launch 35 "$ranks" --bind-to none -- train --scenario "$BUNDLE/scenarios/smoke.ini" \
+    launch 35 "$ranks" --bind-to none "${PIN_ONE_GPU[@]}" -- train \
+      --scenario "$BUNDLE/scenarios/smoke.ini" \
       "${shape[@]}" --compute.backend=cuda --comm.backend="$comm" --data.verify=true \
       --data.readers="$readers" --data.prefetch="$prefetch" --report "$WORK/data-$name.json" \
       >"$WORK/data-$name.log" 2>&1
