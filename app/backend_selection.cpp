@@ -146,10 +146,15 @@ std::unique_ptr<Collective> make_collective(const TrainConfig& cfg, const World&
     auto mpi = make_mpi_collective(world, oversubscribed);
     return use_cuda ? b.gpu->stage_through_host(std::move(mpi), *b.compute) : std::move(mpi);
   }
-  if (!deadline)
-    deadline = std::make_shared<CommDeadline>(cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s
+  if (!deadline || !heartbeat) {
+    // No watchdog (a sweep): the waits count from their own start; only creating the
+    // communicator gets the set-up allowance.
+    auto own = std::make_shared<CommDeadline>(cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s
                                                                          : kWatchdogUntilWarmedUpS);
-  if (!heartbeat) return b.gpu->make_nccl(world, *b.compute, deadline, nullptr);
+    auto nccl = b.gpu->make_nccl(world, *b.compute, own, nullptr);
+    own->end_set_up();
+    return nccl;
+  }
   return b.gpu->make_nccl(world, *b.compute, deadline,
                           missing_rank_namer(heartbeat->dir(), world.rank, world.size, deadline));
 }

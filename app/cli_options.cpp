@@ -139,8 +139,8 @@ po::options_description watchdog_options() {
        "a rank whose heartbeat has not moved for this long aborts the job (exit 3), naming the "
        "ranks that did not arrive in abort.json. 0: auto, 25 times the slowest warm-up step and "
        "at least 30 s (600 s until the warm-up is done); checkpoints and set-up get 10 times "
-       "the timeout. An NCCL wait aborts its communicator (ncclCommAbort) after 0.8 times it "
-       "(its set-up and first collective: 10 times that), naming the missing ranks first")
+       "the timeout. An NCCL wait aborts its communicator (ncclCommAbort) 0.8 times it after "
+       "the rank's last progress (during set-up, 10 times that), naming the missing ranks first")
       ("watchdog.dir", po::value<std::string>()->default_value(""),
        "folder all ranks can write for per-rank heartbeats and abort.json; "
        "empty: trainproof-heartbeats/ beside the report");

@@ -65,6 +65,22 @@ void initialize_model(const TrainConfig& cfg, const World& world, const Backends
   backends.compute->initialize(bc);
 }
 
+// NCCL opens connections lazily, for each algorithm and protocol it first picks, and its choice
+// follows the size: one reduction of every bucket size during set-up, under the set-up
+// allowance, keeps that from eating a training step's deadline. The gradients it leaves are
+// overwritten by step 1's backward.
+void warm_up_bucket_sizes(const TrainConfig& cfg, Backends& backends) {
+  if (backends.comm->name() != "nccl") return;
+  std::vector<size_t> done;
+  for (const Bucket& b :
+       plan_buckets(cfg.model.layers, size_t(cfg.model.hidden) * cfg.model.hidden, cfg.bucket_mb)) {
+    if (std::find(done.begin(), done.end(), b.count) != done.end()) continue;
+    done.push_back(b.count);
+    backends.comm->allreduce_sum(backends.compute->gradients() + b.offset, b.count);
+  }
+  backends.comm->take_comm_timing();
+}
+
 // The self-check reduces through the step's own collective, in the gradient buffer (the memory
 // the step reduces), before step 1 overwrites it.
 CollectiveCheck check_collective(const TrainConfig& cfg, const World& world, Backends& backends) {
@@ -82,6 +98,7 @@ CollectiveCheck check_collective(const TrainConfig& cfg, const World& world, Bac
                   check.wrong_elements, check.first_wrong_rank);
   if (cfg.test.mpi_error_rank == world.rank)
     mpiCheck(MPI_Bcast(nullptr, -1, MPI_INT, 0, world.comm));  // count -1: MPI_ERR_COUNT
+  warm_up_bucket_sizes(cfg, backends);
   return check;
 }
 
@@ -218,8 +235,10 @@ int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
   run.dataset = reconcile_dataset(cfg, world);
   resolve_faults(cfg, world);
   // Every backend is watched: a rank that stops moving is named from the heartbeats.
-  const Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps);
+  Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps);
   check_batch_covers_world(cfg, world);
+  // Each long set-up step starts the watchdog's count, and the collective's, afresh.
+  heartbeat->beat(0, "start");
   Backends backends = select_backends(cfg, world, heartbeat.get(), watchdog.comm_deadline());
   run.heartbeat_warnings = check_heartbeats_visible(world, *heartbeat);
   run.topology = run_topology_preflight(cfg, world, backends);
@@ -235,6 +254,7 @@ int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
     run.restored = checkpoints->restore(*backends.compute);
     run.checkpoints = checkpoints.get();
   }
+  heartbeat->beat(0, "start");
   run.collective = check_collective(cfg, world, backends);
   const double gemm_rate = backends.compute->measure_gemm_rate(0.2);
   announce(cfg, world, backends, checkpoints ? checkpoints->first_step() : 1);
@@ -243,6 +263,7 @@ int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
   StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, *batches.source, faults,
                 *heartbeat, clock);
   RunProgress progress(heartbeat->dir(), world.rank, run.restored);
+  watchdog.end_set_up();
   const StopHook stop = [&](int64_t step) {
     progress.step_ended();
     return checkpoints && checkpoints->stop_requested(step, *backends.compute);

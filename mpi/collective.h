@@ -55,6 +55,9 @@ class Collective {
   // Starts an in-place fp32 sum over all ranks and returns at once. The reduction is ordered after
   // all compute work already issued for `data` (a GPU collective waits on the compute stream).
   virtual void start_allreduce_sum(float* data, size_t count) = 0;
+  // True when start_allreduce_sum itself may wait for peers (NCCL's enqueue on a non-blocking
+  // communicator); false when it waits at most for this rank's own device (a host-staged copy).
+  virtual bool posting_waits_for_peers() const { return false; }
   // Lets the library advance started reductions; cheap, called between GEMMs.
   virtual void progress() = 0;
   // Blocks until every started reduction is complete.

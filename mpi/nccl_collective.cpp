@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/cuda_check.h"
 #include "mpi/check.h"
 #include "mpi/collective.h"
@@ -105,18 +106,19 @@ class NcclCollective final : public Collective {
     pending_ = true;
   }
 
+  bool posting_waits_for_peers() const override { return true; }
   void progress() override {}  // NCCL's kernels and proxy thread progress on their own
 
   void wait_all() override {
-    if (!pending_) return;
+    if (!pending_ || started_ == 0) return;
     // Compute has all been issued: this event's time is compute's end on the device.
     cudaCheck(cudaEventRecord(compute_done_, compute_.stream()));
     const cudaEvent_t last_end = buckets_[started_ - 1].end;
-    cudaCheck(cudaStreamWaitEvent(compute_.stream(), last_end, 0));
-    // The watchdog: poll the last bucket's event and the communicator's error state.
+    // The watchdog: poll the last bucket's event and the communicator's error state. Only then
+    // does compute wait on it: after an abort it would wait for a kernel that never ends.
     poll_until([last_end] { return cudaEventQuery(last_end); }, "ncclAllReduce");
+    cudaCheck(cudaStreamWaitEvent(compute_.stream(), last_end, 0));
     pending_ = false;
-    set_up_ = false;
   }
 
   void allreduce_sum(float* data, size_t count) override {
@@ -129,6 +131,7 @@ class NcclCollective final : public Collective {
     if (started_ == 0) return timing;
     const cudaEvent_t origin = buckets_[0].start;
     cudaCheck(cudaEventSynchronize(buckets_[started_ - 1].end));
+    cudaCheck(cudaEventSynchronize(compute_done_));
     auto seconds = [](cudaEvent_t from, cudaEvent_t to) {
       float ms = 0;
       cudaCheck(cudaEventElapsedTime(&ms, from, to));
@@ -176,7 +179,6 @@ class NcclCollective final : public Collective {
   }
   void synchronize() override {
     poll_until([this] { return cudaStreamQuery(stream_); }, "NCCL sweep operation");
-    set_up_ = false;
   }
   std::unique_ptr<Collective> split(int color, int key) override {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -192,7 +194,7 @@ class NcclCollective final : public Collective {
   // communicator when the deadline passes.
   template <class Query>
   void poll_until(Query query, const char* what) {
-    const double seconds = deadline_->seconds(set_up_);
+    const double started = steady_seconds();
     auto done = [&] {
       const cudaError_t answer = query();
       if (answer == cudaSuccess) return true;
@@ -203,7 +205,8 @@ class NcclCollective final : public Collective {
       return false;
     };
     poll_until_deadline(
-        done, seconds, [&] { abort_after(what, seconds); }, std::chrono::microseconds(20));
+        done, [&] { return deadline_->passed(started); }, [&] { abort_after(what); },
+        std::chrono::microseconds(20));
   }
 
   void create_stream_and_events() {
@@ -231,7 +234,7 @@ class NcclCollective final : public Collective {
   }
   // A non-blocking communicator answers ncclInProgress until the call has taken effect.
   void wait_ready(const char* what) {
-    const double seconds = deadline_->seconds(set_up_);
+    const double started = steady_seconds();
     auto ready = [&] {
       ncclResult_t state = ncclInProgress;
       check(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
@@ -239,7 +242,8 @@ class NcclCollective final : public Collective {
       return state == ncclSuccess;
     };
     poll_until_deadline(
-        ready, seconds, [&] { abort_after(what, seconds); }, std::chrono::microseconds(0));
+        ready, [&] { return deadline_->passed(started); }, [&] { abort_after(what); },
+        std::chrono::microseconds(0));
   }
   // NCCL requires an abort after an asynchronous error; the communicator is unusable after it.
   [[noreturn]] void fail(ncclResult_t r, const char* what) {
@@ -247,11 +251,11 @@ class NcclCollective final : public Collective {
     aborted_ = true;
     throw_nccl(r, what);
   }
-  [[noreturn]] void abort_after(const char* what, double seconds) {
-    char limit[64];
-    std::snprintf(limit, sizeof limit, "%.1f s", seconds);
-    const std::string stalled = std::string(what) + " did not complete within " + limit +
-                                (set_up_ ? " (set-up allowance)" : "");
+  [[noreturn]] void abort_after(const char* what) {
+    char limit[96];
+    std::snprintf(limit, sizeof limit, "%.1f s of this rank's last progress%s",
+                  deadline_->seconds(), deadline_->in_set_up() ? " (the set-up allowance)" : "");
+    const std::string stalled = std::string(what) + " did not complete within " + limit;
     // The evidence is gathered before the abort, while the other ranks' state is still there.
     const std::string missing = on_timeout_ ? on_timeout_(stalled) : "";
     ncclCommAbort(comm_);
@@ -270,8 +274,6 @@ class NcclCollective final : public Collective {
   size_t started_ = 0;  // buckets started since the last take_comm_timing
   int rank_ = 0, size_ = 1;
   bool pending_ = false, aborted_ = false;
-  // Until its first collective completes, a communicator is still setting up its connections.
-  bool set_up_ = true;
 };
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace tp {
 
 struct Bucket {
   int lowest_layer = 0;   // its backward finishes last, and releases the bucket
-  int highest_layer = 0;  // inclusive
+  int highest_layer = 0;  // inclusive (a few of the next layer's elements may be rounded in)
   size_t offset = 0;      // floats into the flat gradient buffer
   size_t count = 0;       // floats
 };

@@ -78,7 +78,9 @@ void Heartbeat::beat(int64_t step, const char* phase) {
   [[maybe_unused]] const ssize_t written = ::pwrite(fd_, record, sizeof record, 0);
   last_step_.store(step);
   last_phase_.store(phase);
-  last_beat_s_.store(steady_seconds());
+  const double now = steady_seconds();
+  last_beat_s_.store(now);
+  if (deadline_) deadline_->mark_progress(now);
 }
 
 HeartbeatRecord Heartbeat::latest() const {
@@ -132,6 +134,11 @@ void Heartbeat::remove_folder(bool made_by_this_run) const {
     }
   }
   fs::remove(dir_, ec);  // fails, harmlessly, while anything else is left in it
+}
+
+void Heartbeat::report_progress_to(std::shared_ptr<CommDeadline> deadline) {
+  deadline_ = std::move(deadline);
+  if (deadline_) deadline_->mark_progress(last_beat_s_.load());
 }
 
 std::vector<int> Heartbeat::unreadable_ranks(const std::string& dir, int world_size,

@@ -5,9 +5,12 @@
 // see (the report's folder by default), so they work across nodes on shared storage.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "mpi/comm_deadline.h"
 
 namespace tp {
 
@@ -32,6 +35,9 @@ class Heartbeat {
 
   // One pwrite of a fixed-size record; no fsync (the evidence is read on the same run).
   void beat(int64_t step, const char* phase);
+  // Every later beat also restarts `deadline`'s count (mpi/comm_deadline.h), as it restarts the
+  // watchdog's. Called before anything waits on it.
+  void report_progress_to(std::shared_ptr<CommDeadline> deadline);
   // A run that ended normally leaves no heartbeats behind (an abort.json stays).
   void finish();
   // Rank 0, once the job ends cleanly: removes the folder unless a watchdog left abort.json in it.
@@ -64,6 +70,7 @@ class Heartbeat {
   std::atomic<int64_t> last_step_{0};
   std::atomic<const char*> last_phase_{"start"};
   std::atomic<double> last_beat_s_{0};
+  std::shared_ptr<CommDeadline> deadline_;  // set once, by the watchdog, before it starts
   // The watchdog thread's counter, and the file descriptor as finish() may close it meanwhile.
   std::mutex liveness_mutex_;
   int64_t liveness_ = 0;

@@ -96,10 +96,11 @@ StepTiming StepLoop::step(int64_t s, const CheckpointHook& checkpoint) {
       t.arrival = clock_.now();
     }
     const Bucket& b = buckets_[next_bucket++];
-    // Posting may wait (NCCL's enqueue does, for a peer): a rank stuck there is in comm.
-    heartbeat_.beat(s, phase_name(Phase::comm));
+    // Where posting may wait for a peer (NCCL's enqueue), a rank stuck there is in comm.
+    const bool may_wait = collective_.posting_waits_for_peers();
+    if (may_wait) heartbeat_.beat(s, phase_name(Phase::comm));
     collective_.start_allreduce_sum(backend_.gradients() + b.offset, b.count);
-    heartbeat_.beat(s, phase_name(Phase::compute));
+    if (may_wait) heartbeat_.beat(s, phase_name(Phase::compute));
   }
   clock->mark(Mark::compute_end);
 
@@ -108,6 +109,7 @@ StepTiming StepLoop::step(int64_t s, const CheckpointHook& checkpoint) {
     // Every bucket is posted at once and waited for once: no host round trip per bucket.
     backend_.synchronize();
     t.arrival = clock_.now();
+    heartbeat_.beat(s, phase_name(Phase::comm));  // the device's compute is not comm's time
     for (const Bucket& b : buckets_)
       collective_.start_allreduce_sum(backend_.gradients() + b.offset, b.count);
   }

@@ -62,6 +62,7 @@ Watchdog::Watchdog(Heartbeat& heartbeat, int world_size, double timeout_s, int64
       warmup_steps_(std::max<int64_t>(1, warmup_steps)),
       timeout_s_(timeout_s > 0 ? timeout_s : kWatchdogUntilWarmedUpS),
       comm_deadline_(std::make_shared<CommDeadline>(timeout_s_.load())) {
+  heartbeat_.report_progress_to(comm_deadline_);
   thread_ = std::thread([this] { watch(); });
 }
 

@@ -56,6 +56,8 @@ class Watchdog {
   // The deadline a collective's waits keep (mpi/comm_deadline.h): it follows this watchdog's
   // timeout as the timeout is learned, so the collective aborts itself first.
   std::shared_ptr<const CommDeadline> comm_deadline() const { return comm_deadline_; }
+  // Set-up is over (step 1 begins): the collective's set-up allowance ends with the watchdog's.
+  void end_set_up() { comm_deadline_->end_set_up(); }
 
  private:
   void watch();

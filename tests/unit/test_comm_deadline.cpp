@@ -27,23 +27,57 @@ constexpr int kTooLateExit = 44;
 
 TEST(CommDeadline, IsAShareOfTheWatchdogsTimeoutWithItsSetUpAllowance) {
   tp::CommDeadline deadline(3.0);
-  EXPECT_DOUBLE_EQ(deadline.seconds(false), 2.4);
-  EXPECT_DOUBLE_EQ(deadline.seconds(true), 24.0);
-  // The watchdog gives set-up ten times its timeout: the collective's set-up wait is shorter.
-  EXPECT_LT(deadline.seconds(true), 3.0 * tp::CommDeadline::kSetUpFactor);
+  EXPECT_TRUE(deadline.in_set_up());
+  EXPECT_DOUBLE_EQ(deadline.seconds(), 24.0);
+  // The watchdog gives set-up ten times its timeout: the collective's set-up waits are shorter.
+  EXPECT_LT(deadline.seconds(), 3.0 * tp::CommDeadline::kSetUpFactor);
+  deadline.end_set_up();
+  EXPECT_DOUBLE_EQ(deadline.seconds(), 2.4);
   deadline.set_watchdog_timeout(30.0);
-  EXPECT_DOUBLE_EQ(deadline.seconds(false), 24.0);
+  EXPECT_DOUBLE_EQ(deadline.seconds(), 24.0);
+}
+
+// The watchdog counts from the rank's last heartbeat; so does a wait, not from its own start:
+// time spent before the wait (a slow set-up step, the device's compute) is counted once.
+TEST(CommDeadline, AWaitCountsFromTheLastHeartbeatNotItsOwnStart) {
+  tp::CommDeadline deadline(3.0);
+  deadline.end_set_up();
+  const double now = tp::steady_seconds();
+  EXPECT_FALSE(deadline.passed(now)) << "nothing beats (a sweep): counted from the wait's start";
+  EXPECT_TRUE(deadline.passed(now - 2.5));
+  deadline.mark_progress(now - 2.5);
+  EXPECT_TRUE(deadline.passed(now)) << "the beat 2.5 s ago started the count";
+  deadline.mark_progress(now);
+  EXPECT_FALSE(deadline.passed(now - 100.0));
+}
+
+// A beat marks progress on the deadline its watchdog shares.
+TEST(CommDeadline, HeartbeatsRestartTheWatchdogsDeadline) {
+  const std::string dir = tp::test::fresh_dir("CommDeadlineBeats");
+  tp::Heartbeat me(dir, 0, "node-a");
+  tp::Watchdog watchdog(me, 1, 3.0, 1);
+  const auto deadline = watchdog.comm_deadline();
+  watchdog.end_set_up();
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(deadline->passed(0.0)) << "the watchdog's creation counted as progress";
+  me.beat(1, "comm");
+  EXPECT_FALSE(deadline->passed(0.0));
+  EXPECT_DOUBLE_EQ(deadline->seconds(), 2.4);
+  me.beat(1, "done");
 }
 
 TEST(CommDeadline, PollReturnsWhenDoneAndCallsExpiredOtherwise) {
   int asked = 0;
   bool expired = false;
-  tp::poll_until_deadline([&] { return ++asked == 3; }, 60.0, [&] { expired = true; }, 0us);
+  tp::poll_until_deadline([&] { return ++asked == 3; }, [] { return false; },
+                          [&] { expired = true; }, 0us);
   EXPECT_EQ(asked, 3);
   EXPECT_FALSE(expired);
-  EXPECT_THROW(tp::poll_until_deadline([] { return false; }, 0.05,
+  int polls = 0;
+  EXPECT_THROW(tp::poll_until_deadline([] { return false; }, [&] { return ++polls > 5; },
                                        [] { throw tp::RuntimeError("expired"); }, 1ms),
                tp::RuntimeError);
+  EXPECT_EQ(polls, 6);
 }
 
 // In auto mode the watchdog starts at 600 s and learns 30 s (the floor) from short warm-up steps;
@@ -62,7 +96,9 @@ TEST(CommDeadline, FollowsTheTimeoutTheWatchdogLearns) {
   while (deadline->watchdog_timeout() != 30.0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(20ms);
   EXPECT_DOUBLE_EQ(deadline->watchdog_timeout(), 30.0);
-  EXPECT_DOUBLE_EQ(deadline->seconds(false), 24.0);
+  EXPECT_DOUBLE_EQ(deadline->seconds(), 240.0) << "still in set-up";
+  watchdog.end_set_up();
+  EXPECT_DOUBLE_EQ(deadline->seconds(), 24.0);
   me.beat(3, "done");
 }
 
@@ -73,12 +109,13 @@ TEST(CommDeadline, FollowsTheTimeoutTheWatchdogLearns) {
   tp::Heartbeat me(dir, 0, "node-a"), stopped(dir, 1, "node-b");
   stopped.beat(5, "compute");
   tp::Watchdog watchdog(me, 2, 5.0, 1);
+  watchdog.end_set_up();
   const auto deadline = watchdog.comm_deadline();
   const auto name_missing = tp::missing_rank_namer(dir, 0, 2, deadline);
   me.beat(5, "comm");
-  const double seconds = deadline->seconds(false);
+  const double started = tp::steady_seconds();
   tp::poll_until_deadline(
-      [] { return false; }, seconds,
+      [] { return false; }, [&] { return deadline->passed(started); },
       [&] {
         const std::string summary = name_missing("allreduce did not complete");
         // The watchdog counts from the same beat: its limit must not have passed yet.

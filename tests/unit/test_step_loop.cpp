@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 
 #include <csignal>
@@ -105,10 +106,13 @@ class FakeBackend final : public tp::ComputeBackend {
 
 class FakeCollective final : public tp::Collective {
  public:
-  FakeCollective(Log& log, const float* base) : log_(log), base_(base) {}
+  FakeCollective(Log& log, const float* base, const tp::Heartbeat& heartbeat)
+      : log_(log), base_(base), heartbeat_(heartbeat) {}
   std::string name() const override { return "fake"; }
+  bool posting_waits_for_peers() const override { return waits_for_peers; }
   void start_allreduce_sum(float* data, size_t count) override {
     log_.push_back("start_allreduce " + where(data, count));
+    phases_at_post.push_back(heartbeat_.latest().phase);
   }
   void progress() override { ++progress_calls; }
   void wait_all() override { log_.push_back("wait_all"); }
@@ -127,6 +131,8 @@ class FakeCollective final : public tp::Collective {
   std::string timing_method(bool) const override { return "fake"; }
   int progress_calls = 0;
   std::optional<double> device_exposed;  // a collective that times comm_exposed on the device
+  bool waits_for_peers = false;          // posting may wait for peers, as NCCL's does
+  std::vector<std::string> phases_at_post;
 
  private:
   std::string where(const float* data, size_t count) const {
@@ -134,6 +140,7 @@ class FakeCollective final : public tp::Collective {
   }
   Log& log_;
   const float* base_;
+  const tp::Heartbeat& heartbeat_;
   int takes_ = 0;
 };
 
@@ -187,7 +194,7 @@ class StepLoop : public ::testing::Test {
     config.bucket_mb = kTwoLayerBucketMb;
     heartbeat = std::make_unique<tp::Heartbeat>(dir + "/beats", 0, "unit-host");
     backend = std::make_unique<FakeBackend>(log, *heartbeat);
-    collective = std::make_unique<FakeCollective>(log, backend->gradients());
+    collective = std::make_unique<FakeCollective>(log, backend->gradients(), *heartbeat);
   }
   void TearDown() override {
     heartbeat.reset();
@@ -293,6 +300,22 @@ TEST_F(StepLoop, TimingsAreRecordedForMeasuredStepsOnly) {
     EXPECT_DOUBLE_EQ(t.step, 10 * k + t.checkpoint) << step;
     EXPECT_GT(t.arrival, 0.0) << step << ": stamped at the first collective";
   }
+}
+
+// A rank stuck posting a bucket to NCCL waits for a peer: its heartbeat says comm there, and
+// compute again once the post returns. Where posting waits only for the rank's own device (a
+// host-staged copy), the heartbeat keeps saying compute.
+TEST_F(StepLoop, PostingThatMayWaitForPeersIsInComm) {
+  config.steps = 1;
+  collective->waits_for_peers = true;
+  run();
+  EXPECT_EQ(collective->phases_at_post, (std::vector<std::string>{"comm", "comm"}));
+  const auto backward = std::find(log.begin(), log.end(), "mark compute_end");
+  ASSERT_NE(backward, log.end());
+  collective->phases_at_post.clear();
+  collective->waits_for_peers = false;
+  run();
+  EXPECT_EQ(collective->phases_at_post, (std::vector<std::string>{"compute", "compute"}));
 }
 
 TEST_F(StepLoop, ADeviceTimedExposedWaitReplacesTheHostsView) {
