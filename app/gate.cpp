@@ -19,12 +19,14 @@ json gate_check(const std::string& name, json value, json threshold, const std::
 
 std::string verdict_of_checks(const json& checks) {
   std::string verdict = "PASS";
+  bool judged = false;  // some check measured something: all "n/a" is no verdict at all
   for (const auto& c : checks) {
     if (c["status"] == "fail") return "FAIL";
     if (c["status"] == "none") verdict = "NONE";
     if (c["status"] == "warn" && verdict == "PASS") verdict = "WARN";
+    judged = judged || c["status"] != "n/a";
   }
-  return verdict;
+  return judged || checks.empty() ? verdict : "NONE";
 }
 
 int exit_code_for(const std::string& verdict) {
