@@ -257,7 +257,8 @@ std::string help_text(const std::string& subcommand) {
            "           each failure, and prove the final state bit-identical to a reference run\n"
            "  prepare-data  write a synthetic dataset to data.dir (MPI: every rank writes its\n"
            "           share of the shards), for train to read with data.dir\n"
-           "  report   print the summary of an existing JSON report: trainproof report FILE\n\n"
+           "  report   print the summary of an existing JSON report: trainproof report FILE;\n"
+           "           or compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9]\n\n"
            "Launch train with mpirun or srun, one rank per device or core set. Every option can\n"
            "also be set in a scenario file: [train] steps = 100 is --train.steps=100.\n"
            "Exit codes: 0 PASS or WARN, 1 FAIL, 2 bad usage or input, 3 runtime error.\n";
@@ -290,8 +291,14 @@ std::string help_text(const std::string& subcommand) {
            "drill section) and prints a drill summary. See docs/drills.md.\n";
   } else {
     out << "usage: trainproof report FILE\n"
+           "       trainproof report compare GOLDEN NEW [--tolerance 0.9]\n"
            "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
            "FAIL).\n"
+           "compare prints each metric of NEW against GOLDEN (golden, new, ratio, which way is\n"
+           "better, status); a metric that keeps less than --tolerance of its golden value in\n"
+           "its better direction fails, and so does the comparison (exit 1). It also says where\n"
+           "the two runs differ in what they ran (scenario hash, world size, steps, backends,\n"
+           "sweep sizes). See docs/acceptance.md.\n"
            "All options are accepted, so a whole scenario file can be passed.\n";
   }
   out << '\n' << option_registry() << '\n' << fault_grammar();

@@ -20,7 +20,10 @@ po::options_description general_options() {
       ("report", po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
        "where rank 0 writes the JSON report")
       ("log.level", po::value<std::string>()->default_value("info"),
-       "trace, debug, info, warn, error, critical or off");
+       "trace, debug, info, warn, error, critical or off")
+      ("tolerance", po::value<double>()->default_value(0.9),
+       "report compare: a metric fails when the new report keeps less than this share of the "
+       "golden one, in the metric's better direction; in (0, 1]");
   // clang-format on
   return group;
 }

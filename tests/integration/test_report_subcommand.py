@@ -31,6 +31,33 @@ class ReportSubcommand(unittest.TestCase):
             self.assertIn(path, bad.stderr)
         self.assertEqual(direct("report", "/nonexistent.json").returncode, 2)
 
+    def test_compare_names_the_metric_that_fell(self):
+        run = mpirun(2)
+        self.assertEqual(run.returncode, 0, run)
+        with tempfile.TemporaryDirectory() as tmp:
+            golden, fresh = os.path.join(tmp, "golden.json"), os.path.join(tmp, "new.json")
+            with open(golden, "w") as f:
+                json.dump(run.report, f)
+            same = direct("report", "compare", golden, golden)
+            self.assertEqual(same.returncode, 0, same)
+            self.assertIn("verdict: PASS", same.stdout)
+            slower = json.loads(json.dumps(run.report))
+            slower["train"]["samples_per_s"] *= 0.5
+            slower["context"]["world_size"] = 4
+            with open(fresh, "w") as f:
+                json.dump(slower, f)
+            fell = direct("report", "compare", golden, fresh)
+            self.assertEqual(fell.returncode, 1, fell)
+            line = next(l for l in fell.stdout.splitlines() if l.startswith("samples/s"))
+            self.assertIn("FAIL: fell to 50% of golden", line)
+            self.assertIn("note: world sizes differ: golden 2, new 4", fell.stdout)
+            self.assertEqual(direct("report", "compare", golden, fresh, "--tolerance", "0.4")
+                             .returncode, 0)
+            bad = direct("report", "compare", golden, fresh, "--tolerance", "0")
+            self.assertEqual(bad.returncode, 2, bad)
+            self.assertIn("--tolerance", bad.stderr)
+            self.assertEqual(direct("report", "compare", golden).returncode, 2)
+
     def test_reads_the_previous_schema_and_refuses_others(self):
         run = mpirun(2)
         self.assertEqual(run.returncode, 0, run)
