@@ -6,10 +6,12 @@
 
 #include "app/report.h"
 #include "app/summary.h"
+#include "tests/unit/golden.h"
 
 namespace {
 
 using nlohmann::json;
+using tp::test::expect_golden;
 
 // Four ranks on two hosts, ten measured steps. Rank 1 computes 10x slower than the rest.
 tp::RunRecord sample_run(double rank1_compute = 0.100) {
@@ -46,17 +48,6 @@ tp::RunRecord sample_run(double rank1_compute = 0.100) {
     run.timings.push_back(steps);
   }
   return run;
-}
-
-// Compares `text` with tests/data/NAME; TRAINPROOF_UPDATE_GOLDEN=1 rewrites the file instead.
-void expect_golden(const std::string& text, const std::string& name) {
-  const std::string path = std::string(TRAINPROOF_TEST_DATA) + "/" + name;
-  if (std::getenv("TRAINPROOF_UPDATE_GOLDEN")) std::ofstream(path) << text;
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "missing " << path;
-  std::stringstream golden;
-  golden << in.rdbuf();
-  EXPECT_EQ(text, golden.str());
 }
 
 TEST(Report, FlagsExactlyTheStragglerAndItsNode) {

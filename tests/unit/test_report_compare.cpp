@@ -1,10 +1,7 @@
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include "app/report_compare.h"
+#include "tests/unit/golden.h"
 
 namespace {
 
@@ -81,15 +78,9 @@ TEST(ReportCompare, NothingInCommonIsNoVerdict) {
 // TRAINPROOF_UPDATE_GOLDEN=1.
 TEST(ReportCompare, TableMatchesGolden) {
   json fresh = report(80, 0.025, 1.5, "other");
-  const std::string text =
-      tp::render_comparison(tp::compare_reports(report(100, 0.020, 1.0, "h"), fresh, 0.9));
-  const std::string path = std::string(TRAINPROOF_TEST_DATA) + "/report-compare.golden";
-  if (std::getenv("TRAINPROOF_UPDATE_GOLDEN")) std::ofstream(path) << text;
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "missing " << path;
-  std::stringstream golden;
-  golden << in.rdbuf();
-  EXPECT_EQ(text, golden.str());
+  tp::test::expect_golden(
+      tp::render_comparison(tp::compare_reports(report(100, 0.020, 1.0, "h"), fresh, 0.9)),
+      "report-compare.golden");
 }
 
 }  // namespace
