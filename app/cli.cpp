@@ -261,7 +261,9 @@ std::string help_text(const std::string& subcommand) {
            "           or compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9]\n\n"
            "Launch train with mpirun or srun, one rank per device or core set. Every option can\n"
            "also be set in a scenario file: [train] steps = 100 is --train.steps=100.\n"
-           "Exit codes: 0 PASS or WARN, 1 FAIL, 2 bad usage or input, 3 runtime error.\n";
+           "Exit codes: 0 PASS, WARN or NONE (nothing ran: training was already complete),\n"
+           "1 FAIL (correctness or performance), 2 bad usage or input (nothing ran),\n"
+           "3 the run could not complete, 4 preempted (checkpoint committed; --resume auto).\n";
   } else if (subcommand == "train") {
     out << "usage: mpirun -np N trainproof train [--scenario FILE] [options]\n"
            "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
