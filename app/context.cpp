@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <memory>
 
@@ -21,18 +22,31 @@ extern char** environ;
 
 namespace tp {
 
-nlohmann::json launcher_environment(const std::vector<std::string>& environment) {
-  static const char* const kPrefixes[] = {"NCCL_", "OMPI_", "UCX_", "FI_", "SLURM_"};
+namespace {
+// The NAME=VALUE entries whose name `wanted` accepts, as an object of redacted values.
+template <class Wanted>
+nlohmann::json variables_where(const std::vector<std::string>& environment, Wanted wanted) {
   nlohmann::json out = nlohmann::json::object();
   for (const std::string& entry : environment) {
     const size_t eq = entry.find('=');
     if (eq == std::string::npos) continue;
     const std::string name = entry.substr(0, eq);
-    bool wanted = name == "CUDA_VISIBLE_DEVICES";
-    for (const char* prefix : kPrefixes) wanted = wanted || name.rfind(prefix, 0) == 0;
-    if (wanted) out[name] = redact_variable(name, entry.substr(eq + 1));
+    if (wanted(name)) out[name] = redact_variable(name, entry.substr(eq + 1));
   }
   return out;
+}
+bool starts_with_any(const std::string& name, std::initializer_list<const char*> prefixes) {
+  for (const char* prefix : prefixes)
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+}  // namespace
+
+nlohmann::json launcher_environment(const std::vector<std::string>& environment) {
+  return variables_where(environment, [](const std::string& name) {
+    return name == "CUDA_VISIBLE_DEVICES" ||
+           starts_with_any(name, {"NCCL_", "OMPI_", "UCX_", "FI_", "SLURM_"});
+  });
 }
 
 std::vector<std::string> process_environment() {
@@ -71,16 +85,9 @@ nlohmann::json merge_gpu_inventories(const std::vector<nlohmann::json>& seen_by_
 }
 
 nlohmann::json node_gpu_environment(const std::vector<std::string>& environment) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const std::string& entry : environment) {
-    const size_t eq = entry.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string name = entry.substr(0, eq);
-    if ((name.rfind("CUDA_", 0) == 0 || name.rfind("NCCL_", 0) == 0) &&
-        name != "CUDA_VISIBLE_DEVICES")
-      out[name] = redact_variable(name, entry.substr(eq + 1));
-  }
-  return out;
+  return variables_where(environment, [](const std::string& name) {
+    return name != "CUDA_VISIBLE_DEVICES" && starts_with_any(name, {"CUDA_", "NCCL_"});
+  });
 }
 
 nlohmann::json gpu_inventory(const std::vector<GpuDevice>& devices, const std::string& host) {

@@ -33,18 +33,22 @@ constexpr Metric kMetrics[] = {
     {"sweep avg busbw >= 1 MiB", "/sweep/groups/0/avg_busbw_gbps_1mib", true, "GB/s"},
 };
 
-const json* at(const json& report, const char* pointer) {
+const json* find(const json& report, const char* pointer) {
   const json::json_pointer p(pointer);
-  if (!report.contains(p)) return nullptr;
-  const json& value = report.at(p);
-  return value.is_number() ? &value : nullptr;
+  return report.contains(p) ? &report.at(p) : nullptr;
+}
+
+// A metric's value, when the report holds it as a number.
+const json* number_at(const json& report, const char* pointer) {
+  const json* value = find(report, pointer);
+  return value && value->is_number() ? value : nullptr;
 }
 
 json metric_row(const Metric& m, const json& golden, const json& fresh, double tolerance) {
   json row = {
       {"name", m.name}, {"unit", m.unit}, {"better", m.higher_is_better ? "higher" : "lower"}};
-  const json* g = at(golden, m.pointer);
-  const json* n = at(fresh, m.pointer);
+  const json* g = number_at(golden, m.pointer);
+  const json* n = number_at(fresh, m.pointer);
   row["golden"] = g ? *g : json(nullptr);
   row["new"] = n ? *n : json(nullptr);
   row["ratio"] = nullptr;
@@ -83,11 +87,6 @@ void note_difference(json& differences, const std::string& what, const json* gol
                      const json* fresh) {
   if (!golden || !fresh || *golden == *fresh) return;
   differences.push_back(what + " differ: golden " + text_of(*golden) + ", new " + text_of(*fresh));
-}
-
-const json* find(const json& report, const char* pointer) {
-  const json::json_pointer p(pointer);
-  return report.contains(p) ? &report.at(p) : nullptr;
 }
 
 json differences_of(const json& golden, const json& fresh) {

@@ -119,15 +119,16 @@ class MpiCollective final : public Collective {
   // like a straggler, so such waiters test and sleep instead.
   void collect_completed(bool block) {
     int done = 0;
-    std::vector<int> indices(pending_.size());
+    completed_.resize(pending_.size());  // reused: this runs between every two GEMMs
     const int n = static_cast<int>(pending_.size());
     if (block)
-      mpiCheck(MPI_Waitsome(n, pending_.data(), &done, indices.data(), MPI_STATUSES_IGNORE));
+      mpiCheck(MPI_Waitsome(n, pending_.data(), &done, completed_.data(), MPI_STATUSES_IGNORE));
     else
-      mpiCheck(MPI_Testsome(n, pending_.data(), &done, indices.data(), MPI_STATUSES_IGNORE));
+      mpiCheck(MPI_Testsome(n, pending_.data(), &done, completed_.data(), MPI_STATUSES_IGNORE));
     if (done == MPI_UNDEFINED || done == 0) return;
     const double now = steady_seconds();
-    for (int i = 0; i < done; ++i) buckets_[pending_bucket_[size_t(indices[size_t(i)])]].end = now;
+    for (int i = 0; i < done; ++i)
+      buckets_[pending_bucket_[size_t(completed_[size_t(i)])]].end = now;
     // Completed requests are MPI_REQUEST_NULL now: keep the others, in order.
     size_t kept = 0;
     for (size_t i = 0; i < pending_.size(); ++i)
@@ -144,6 +145,7 @@ class MpiCollective final : public Collective {
   int rank_ = 0, size_ = 1;
   std::vector<MPI_Request> pending_;
   std::vector<size_t> pending_bucket_;  // [pending request]: its index in buckets_
+  std::vector<int> completed_;          // MPI_Testsome's answer: indices into pending_
   std::vector<BucketTime> buckets_;     // since the last take_comm_timing
 };
 
