@@ -1,11 +1,16 @@
 // `trainproof report FILE`: reprints a report's summary; the exit code follows its verdict.
 // `trainproof report compare GOLDEN NEW`: each metric of NEW against GOLDEN (app/report_compare.h).
+// `trainproof report merge A B ... --report OUT`: one acceptance's stage reports joined, with its
+// verdict recomputed (app/report_merge.h).
 // The file is input like any other: checked before it is opened, read, and shown inert.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "app/report.h"
 #include "app/report_compare.h"
+#include "app/report_merge.h"
+#include "app/report_text.h"
 #include "app/summary.h"
 #include "app/summary_parts.h"
 #include "app/train_command.h"
@@ -56,10 +61,42 @@ int run_compare(const Invocation& inv) {
   return exit_code_for(comparison["verdict"]);
 }
 
+int run_merge(const Invocation& inv) {
+  if (inv.positional.size() < 3)
+    throw UsageError("report merge needs the accept report and one or more others, got " +
+                     std::to_string(inv.positional.size() - 1) + " file(s)");
+  // Merging into the default name in the current folder could replace the accept report itself.
+  if (inv.options["report"].defaulted())
+    throw UsageError("report merge needs --report OUT, the file to write the merged report to");
+  const std::string out = inv.options["report"].as<std::string>();
+  std::vector<StageReport> inputs;
+  for (size_t i = 1; i < inv.positional.size(); ++i) {
+    const std::string& file = inv.positional[i];
+    std::error_code ec;
+    if (std::filesystem::equivalent(out, file, ec))
+      throw UsageError("report merge: --report '" + out + "' is the input '" + file +
+                       "'; write the merged report to a file of its own");
+    inputs.push_back({file, load_report(file)});
+  }
+  check_output_file("--report", out);
+  nlohmann::json merged;
+  try {
+    merged = merge_reports(inputs);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(std::string("report merge: ") + e.what());
+  }
+  make_report_text_valid(merged);  // file names come from the command line, in any bytes
+  write_file_atomically(out, merged.dump(2) + "\n");
+  std::cout << render_summary(merged) << "report: " << std::filesystem::absolute(out).string()
+            << '\n';
+  return exit_code_for(merged["verdict"]);
+}
+
 }  // namespace
 
 int run_report(const Invocation& inv) {
   if (!inv.positional.empty() && inv.positional.front() == "compare") return run_compare(inv);
+  if (!inv.positional.empty() && inv.positional.front() == "merge") return run_merge(inv);
   if (inv.positional.size() != 1)
     throw UsageError("report needs exactly one FILE operand, got " +
                      std::to_string(inv.positional.size()));

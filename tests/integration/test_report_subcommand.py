@@ -58,6 +58,71 @@ class ReportSubcommand(unittest.TestCase):
             self.assertIn("--tolerance", bad.stderr)
             self.assertEqual(direct("report", "compare", golden).returncode, 2)
 
+    def test_merge_judges_the_drill_against_the_accept_gate(self):
+        run = mpirun(2)
+        self.assertEqual(run.returncode, 0, run)
+        limit = {"check": "max_rto_s", "direction": "at_most", "limit": 60,
+                 "source": "command line", "stage": "drill"}
+        accept = json.loads(json.dumps(run.report))
+        accept["accept"] = {"stages": ["train"]}
+        accept["gate"]["thresholds"] = [limit]
+        accept["gate"]["warn_margin"] = 0.05
+        accept["gate"]["checks"].append({
+            "name": "max_rto_s", "value": None, "threshold": 60, "status": "n/a",
+            "reason": "not measured: stage drill did not run", "direction": "at_most",
+            "source": "command line"})
+
+        def drill(rto_s):
+            # The drill's final run trained with faults: its train section must not win.
+            report = json.loads(json.dumps(run.report))
+            report["train"]["final_digest"] = "faulted"
+            report["drill"] = {"verdict": "PASS", "rto_s": rto_s, "rpo_steps": 2,
+                               "redone_step_seconds": 0.5, "failures": [{"rto_s": rto_s}]}
+            report["gate"]["checks"].append({
+                "name": "drill", "value": "PASS", "threshold": "digest match",
+                "status": "pass", "reason": "final digest matches the reference"})
+            return report
+
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = {name: os.path.join(tmp, name + ".json")
+                     for name in ("accept", "drill", "slow", "merged")}
+            for name, report in (("accept", accept), ("drill", drill(30.0)),
+                                 ("slow", drill(90.0))):
+                with open(paths[name], "w") as f:
+                    json.dump(report, f)
+
+            ok = direct("report", "merge", paths["accept"], paths["drill"],
+                        "--report", paths["merged"])
+            self.assertEqual(ok.returncode, 0, ok)
+            with open(paths["merged"]) as f:
+                merged = json.load(f)
+            # A passing RTO leaves the run's own verdict (WARN on a crowded machine).
+            self.assertEqual(merged["verdict"], run.report["verdict"])
+            self.assertEqual(merged["train"]["final_digest"], run.report["train"]["final_digest"])
+            self.assertEqual(merged["drill"]["rto_s"], 30.0)
+            rto = next(c for c in merged["gate"]["checks"] if c["name"] == "max_rto_s")
+            self.assertEqual(rto["status"], "pass", rto)
+            self.assertEqual([m["kind"] for m in merged["merged_from"]], ["accept", "drill"])
+            self.assertIn("verdict: " + run.report["verdict"], ok.stdout)
+            self.assertIn("report: " + paths["merged"], ok.stdout)
+
+            slow = direct("report", "merge", paths["accept"], paths["slow"],
+                          "--report", paths["merged"])
+            self.assertEqual(slow.returncode, 1, slow)
+            self.assertIn("90 s is above 60 s", slow.stdout)
+            with open(paths["merged"]) as f:
+                self.assertEqual(json.load(f)["verdict"], "FAIL")
+
+            twice = direct("report", "merge", paths["accept"], paths["accept"],
+                           "--report", paths["merged"])
+            self.assertEqual(twice.returncode, 2, twice)
+            self.assertIn("are all accept reports", twice.stderr)
+            self.assertEqual(direct("report", "merge", paths["accept"], paths["drill"])
+                             .returncode, 2)  # no --report
+            over = direct("report", "merge", paths["accept"], paths["drill"],
+                          "--report", paths["accept"])
+            self.assertEqual(over.returncode, 2, over)  # never over an input
+
     def test_reads_the_previous_schema_and_refuses_others(self):
         run = mpirun(2)
         self.assertEqual(run.returncode, 0, run)
