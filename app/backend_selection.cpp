@@ -262,4 +262,12 @@ void check_memory(const World& world, const Backends& backends, const BackendCon
   agree_or_throw<UsageError>(world, problem);
 }
 
+void initialize_model(const TrainConfig& cfg, const World& world, const Backends& backends,
+                      BatchShare share) {
+  const BackendConfig bc{cfg.model.layers, cfg.model.hidden, cfg.model.seq, cfg.model.global_batch,
+                         share.samples,    cfg.seed,         cfg.optimizer};
+  check_memory(world, backends, bc, cfg);
+  backends.compute->initialize(bc);
+}
+
 }  // namespace tp

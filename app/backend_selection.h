@@ -9,6 +9,7 @@
 
 #include "gpu/gpu_api.h"
 #include "kernels/compute_backend.h"
+#include "kernels/model_spec.h"
 #include "mpi/collective.h"
 #include "mpi/world.h"
 #include "train/heartbeat.h"
@@ -65,5 +66,10 @@ std::string gpu_host_staging_problem(const TrainConfig& config, bool staged_grad
 // host's RAM for the CPU backend, a device's free memory for the CUDA backend.
 void check_memory(const World& world, const Backends& backends, const BackendConfig& backend,
                   const TrainConfig& config);
+
+// The model at step 0, from train.seed, in this rank's share of the batch: checked against the
+// memory first (check_memory).
+void initialize_model(const TrainConfig& config, const World& world, const Backends& backends,
+                      BatchShare share);
 
 }  // namespace tp

@@ -13,16 +13,16 @@
 namespace tp {
 namespace {
 
-const char* const kSubcommands = "train, sweep, drill, prepare-data, report";
+const char* const kSubcommands = "accept, train, sweep, drill, prepare-data, report";
 // Far beyond any real run, and small enough that epochs x samples stays an exact step count.
 constexpr double kMaxEpochs = 1e6;
 
 // Checked before opening: a FIFO would block the open, a directory would read as empty.
-std::string read_file(const std::string& path) {
+std::string read_file(const std::string& option, const std::string& path) {
   if (const std::string what = not_a_regular_file(path); !what.empty())
-    throw UsageError("--scenario: '" + path + "' " + what);
+    throw UsageError(option + ": '" + path + "' " + what);
   std::ifstream in(path);
-  if (!in) throw UsageError("--scenario: cannot open '" + path + "'");
+  if (!in) throw UsageError(option + ": cannot open '" + path + "'");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -175,6 +175,39 @@ void check_scenario_options(const std::string& path, const po::parsed_options& p
                        "(it is run by the shell as written)");
 }
 
+// A host's reference thresholds may not change the work itself: a gate file holds [gate] only.
+void check_gate_file_options(const std::string& path, const po::parsed_options& parsed) {
+  for (const po::option& o : parsed.options)
+    if (o.string_key.rfind("gate.", 0) != 0 || o.string_key == "gate.file")
+      throw UsageError("gate.file '" + path + "': " + o.string_key +
+                       " is not a [gate] threshold (a gate file holds [gate] options only)");
+}
+
+// `what` is "scenario file" or "gate.file": how its errors name it.
+void store_option_file(Invocation& inv, const std::string& what, const std::string& path,
+                       const std::string& text, const po::options_description& options) {
+  check_scenario_lines(path, text);
+  std::istringstream lines(text);
+  try {
+    const po::parsed_options parsed =
+        po::parse_config_file(lines, options, /*allow_unregistered=*/false);
+    if (what == "gate.file")
+      check_gate_file_options(path, parsed);
+    else
+      check_scenario_options(path, parsed);
+    // store() keeps values already present, so what was stored first wins.
+    po::store(parsed, inv.options);
+  } catch (const po::error& e) {
+    throw UsageError(what + " '" + path + "': " + e.what());
+  }
+}
+
+// Every option stored so far that has no source yet came from `source`.
+void note_sources(Invocation& inv, const std::string& source) {
+  for (const auto& [name, value] : inv.options)
+    if (!value.defaulted() && name != "operand") inv.option_source.emplace(name, source);
+}
+
 void check_general_options(const po::variables_map& vm) {
   one_of(vm, "log.level", {"trace", "debug", "info", "warn", "error", "critical", "off"});
   for (const char* name : {"train.seed", "drill.seed"})
@@ -192,7 +225,7 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   if (argc > 1 && argv[1][0] != '-') {
     inv.subcommand = argv[1];
     if (inv.subcommand != "train" && inv.subcommand != "report" && inv.subcommand != "drill" &&
-        inv.subcommand != "prepare-data" && inv.subcommand != "sweep")
+        inv.subcommand != "prepare-data" && inv.subcommand != "sweep" && inv.subcommand != "accept")
       throw UsageError("unknown subcommand '" + inv.subcommand + "' (known: " + kSubcommands + ")");
     first = 2;
   }
@@ -222,20 +255,19 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   if (inv.subcommand != "report" && !inv.positional.empty())
     throw UsageError(inv.subcommand + " takes no operands, got '" + inv.positional.front() + "'");
 
+  note_sources(inv, "command line");
   if (inv.options.count("scenario")) {
     inv.scenario_path = inv.options["scenario"].as<std::string>();
-    inv.scenario_text = read_file(inv.scenario_path);
-    check_scenario_lines(inv.scenario_path, inv.scenario_text);
-    std::istringstream text(inv.scenario_text);
-    try {
-      const po::parsed_options parsed =
-          po::parse_config_file(text, options, /*allow_unregistered=*/false);
-      check_scenario_options(inv.scenario_path, parsed);
-      // store() keeps values already present, so the command line (stored first) wins.
-      po::store(parsed, inv.options);
-    } catch (const po::error& e) {
-      throw UsageError("scenario file '" + inv.scenario_path + "': " + e.what());
-    }
+    inv.scenario_text = read_file("--scenario", inv.scenario_path);
+    store_option_file(inv, "scenario file", inv.scenario_path, inv.scenario_text, options);
+    note_sources(inv, "scenario " + inv.scenario_path);
+  }
+  // Read after the scenario, so a host file's thresholds yield to the scenario's and the
+  // command line's, and before notify, so it can name its own.
+  if (inv.options.count("gate.file") && !inv.options["gate.file"].defaulted()) {
+    const std::string path = inv.options["gate.file"].as<std::string>();
+    store_option_file(inv, "gate.file", path, read_file("--gate.file", path), options);
+    note_sources(inv, "gate.file " + path);
   }
   po::notify(inv.options);
   check_general_options(inv.options);
@@ -258,7 +290,8 @@ std::string help_text(const std::string& subcommand) {
            "  prepare-data  write a synthetic dataset to data.dir (MPI: every rank writes its\n"
            "           share of the shards), for train to read with data.dir\n"
            "  report   print the summary of an existing JSON report: trainproof report FILE;\n"
-           "           or compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9]\n\n"
+           "           compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9];\n"
+           "           or join stage reports: trainproof report merge A B [C...] --report OUT\n\n"
            "Launch train with mpirun or srun, one rank per device or core set. Every option can\n"
            "also be set in a scenario file: [train] steps = 100 is --train.steps=100.\n"
            "Exit codes: 0 PASS, WARN or NONE (nothing ran: training was already complete),\n"
@@ -294,6 +327,7 @@ std::string help_text(const std::string& subcommand) {
   } else {
     out << "usage: trainproof report FILE\n"
            "       trainproof report compare GOLDEN NEW [--tolerance 0.9]\n"
+           "       trainproof report merge ACCEPT DRILL [MORE...] --report OUT\n"
            "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
            "FAIL).\n"
            "compare prints each metric of NEW against GOLDEN (golden, new, ratio, which way is\n"
@@ -301,6 +335,9 @@ std::string help_text(const std::string& subcommand) {
            "its better direction fails, and so does the comparison (exit 1). It also says where\n"
            "the two runs differ in what they ran (scenario hash, world size, steps, backends,\n"
            "sweep sizes). See docs/acceptance.md.\n"
+           "merge writes to OUT the accept report joined with the drill's section and checks\n"
+           "(gate.drill, gate.max_rto_s, gate.max_rpo_steps judged), and exits with the verdict\n"
+           "recomputed from them.\n"
            "All options are accepted, so a whole scenario file can be passed.\n";
   }
   out << '\n' << option_registry() << '\n' << fault_grammar();

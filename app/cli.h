@@ -2,6 +2,7 @@
 // Command line and scenario files. One option registry serves every subcommand, so a whole
 // scenario file is accepted everywhere and an unknown option name is always an error.
 #include <boost/program_options.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct Invocation {
   std::vector<std::string> argv;
   std::string scenario_path;
   std::string scenario_text;
+  // Where each option given explicitly came from: "command line", "scenario FILE" or
+  // "gate.file FILE". A gate check names it as its threshold's source.
+  std::map<std::string, std::string> option_source;
 };
 
 // Throws UsageError naming the option, file or value at fault.

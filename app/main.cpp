@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include "app/accept_command.h"
 #include "app/build_info.h"
 #include "app/cli.h"
 #include "app/drill_command.h"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
     if (inv.subcommand == "drill") return tp::run_drill(inv);
     if (inv.subcommand == "prepare-data") return tp::run_prepare_data(inv);
     if (inv.subcommand == "sweep") return tp::run_sweep_command(inv);
+    if (inv.subcommand == "accept") return tp::run_accept(inv);
     return tp::run_train(inv);
   } catch (const tp::UsageError& e) {
     if (is_launch_rank_zero()) std::fprintf(stderr, "trainproof: error: %s\n", e.what());

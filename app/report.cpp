@@ -1,6 +1,7 @@
 #include "app/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "app/rank_gpu.h"
@@ -357,14 +358,26 @@ void add_run_extent(json& train, const RunRecord& run) {
 }
 
 // Throughput: a step ends when its slowest rank ends.
+// Population stddev over mean; null with fewer than two steps, where no spread is measured.
+json coefficient_of_variation(const std::vector<double>& values) {
+  if (values.size() < 2) return nullptr;
+  double mean = 0, squares = 0;
+  for (double v : values) mean += v;
+  mean /= double(values.size());
+  for (double v : values) squares += (v - mean) * (v - mean);
+  return mean > 0 ? json(std::sqrt(squares / double(values.size())) / mean) : json(nullptr);
+}
+
 void add_throughput(json& train, const RunRecord& run, const std::vector<StepTiming>& all) {
   const TrainConfig& cfg = run.config;
   const size_t steps = run.timings.empty() ? 0 : run.timings[0].size();
   double wall = 0, compute_sum = 0, step_sum = 0;
+  std::vector<double> step_walls;  // each step as the job saw it: its slowest rank's
   for (size_t i = 0; i < steps; ++i) {
     double slowest = 0;
     for (const auto& rank : run.timings) slowest = std::max(slowest, rank[i].step);
     wall += slowest;
+    step_walls.push_back(slowest);
   }
   for (const auto& t : all) {
     compute_sum += t.compute;
@@ -375,6 +388,7 @@ void add_throughput(json& train, const RunRecord& run, const std::vector<StepTim
   double gemm_rate = 0;
   for (const auto& info : run.ranks) gemm_rate += info.gemm_rate_flops;
   train["au"] = step_sum > 0 ? compute_sum / step_sum : 0.0;
+  train["step_cv"] = coefficient_of_variation(step_walls);
   train["samples_per_s"] = mean_step > 0 ? double(cfg.model.global_batch) / mean_step : 0.0;
   train["tokens_per_s"] = mean_step > 0 ? double(cfg.model.tokens_per_step()) / mean_step : 0.0;
   train["achieved_flops"] = achieved;

@@ -43,7 +43,7 @@ const json* sweep_row_for(const json& sweep, uint64_t bytes) {
   for (const json& row : sweep.at("results")) {
     if (row.value("group", "") != "world" || row.value("op", "") != "allreduce" ||
         row.value("dtype", "") != "float32" || !row.value("in_place", false) ||
-        row.value("not_run", false) || row.value("bytes", uint64_t(0)) < bytes)
+        !row.value("not_run", std::string()).empty() || row.value("bytes", uint64_t(0)) < bytes)
       continue;
     if (!best || row["bytes"].get<uint64_t>() < (*best)["bytes"].get<uint64_t>()) best = &row;
   }

@@ -1,5 +1,7 @@
 #include "app/summary.h"
 
+#include "app/cost.h"
+#include "app/job_timeline.h"
 #include "app/summary_parts.h"
 #include "app/sweep_summary.h"
 
@@ -241,20 +243,67 @@ json visible(const json& value) {
   return out;
 }
 
+// An acceptance run's stages, each with its verdict and how many attempts it took.
+std::string stage_lines(const json& report) {
+  if (!report.contains("accept")) return "";
+  std::string out = "accept stages:";
+  for (const json& a : report["accept"]["attempts"]) {
+    const std::string stage = a.value("stage", ""), verdict = a.value("verdict", "");
+    out += summary_text(" %s %s", stage.c_str(), verdict.c_str());
+    if (a.value("attempt", 1) > 1) out += summary_text(" (attempt %d)", a.value("attempt", 1));
+    out += ",";
+  }
+  out.back() = '\n';
+  return out;
+}
+
+std::string restore_line(const json& report) {
+  if (!report.contains("restore") || !report["restore"].is_object()) return "";
+  const json& r = report["restore"];
+  return summary_text("\ncold restore of step %lld: %s in %.3f s, %s\n", r.value("step", 0LL),
+                      si(r.value("bytes", 0.0), "B").c_str(), r.value("seconds", 0.0),
+                      si(r.value("gbps", 0.0) * 1e9, "B/s").c_str());
+}
+
+// The job's timeline, largest part first, and what it cost when a price was given.
+std::string job_lines(const json& report) {
+  std::string out;
+  if (report.contains("job"))
+    for (const std::string& line : timeline_lines(report["job"])) out += line + "\n";
+  if (report.contains("cost") && (report["cost"].value("priced", false) ||
+                                  !report["cost"].value("projection", json()).is_null()))
+    for (const std::string& line : cost_lines(report["cost"])) out += line + "\n";
+  if (!out.empty()) out.insert(0, 1, '\n');
+  return out;
+}
+
+// An acceptance run whose stages trained nothing and swept nothing: its stages and checks.
+std::string render_checks_only(const json& report) {
+  std::string out = "trainproof acceptance run\n" + stage_lines(report);
+  out += job_lines(report);
+  out += warning_lines(report.at("context").value("warnings", json::array()));
+  out += check_lines(report.at("gate").at("checks"));
+  out += "verdict: " + report.at("verdict").get<std::string>() + "\n";
+  return out;
+}
+
 std::string render_summary(const json& untrusted, size_t slowest_ranks_shown) {
   // A report with both stages (an acceptance run) shows the training summary, which holds each
   // bucket size against the sweep's row.
   if (untrusted.contains("sweep") && !untrusted.contains("train"))
-    return render_sweep_summary(untrusted, true);
+    return stage_lines(visible(untrusted)) + render_sweep_summary(untrusted, true);
+  if (!untrusted.contains("train")) return render_checks_only(visible(untrusted));
   const json report = visible(untrusted);
   const json& ctx = report.at("context");
   const json& train = report.at("train");
-  std::string out = header_lines(ctx, train);
+  std::string out = stage_lines(report) + header_lines(ctx, train);
   out += phase_table(train);
   out += throughput_line(train);
   out += bucket_lines(report);
   if (report.contains("data")) out += data_line(report.at("data"));
   if (report.contains("checkpoint")) out += checkpoint_lines(report.at("checkpoint"));
+  out += restore_line(report);
+  out += job_lines(report);
   out += slowest_ranks(report, slowest_ranks_shown);
   out += flagged_nodes(report.at("nodes"));
   out += warning_lines(ctx.at("warnings"));

@@ -178,14 +178,13 @@ void check_report_path(const std::string& path, const World& world) {
   agree_or_throw<UsageError>(world, problem);
 }
 
-int report_sweep(const Invocation& inv, SweepRecord& record, const World& world) {
+int report_sweep(const Invocation& inv, const SweepConfig& cfg, json report, const World& world) {
   int exit_code = kExitPass;
   if (world.rank == 0) {
-    json report = build_sweep_report(record);
     make_report_text_valid(report);
     const std::string path = inv.options["report"].as<std::string>();
     write_file_atomically(path, report.dump(2) + "\n");
-    std::cout << render_sweep_summary(report, record.config.split != "none")
+    std::cout << render_sweep_summary(report, cfg.split != "none")
               << "report: " << std::filesystem::absolute(path).string() << '\n'
               << std::flush;
     exit_code = exit_code_for(report["verdict"]);
@@ -194,10 +193,11 @@ int report_sweep(const Invocation& inv, SweepRecord& record, const World& world)
   return exit_code;
 }
 
-int sweep_on_world(const Invocation& inv, const SweepConfig& cfg, const TrainConfig& train,
-                   const World& world) {
+}  // namespace
+
+json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfig& train,
+                 const World& world) {
   const std::string start_time = utc_timestamp();
-  check_report_path(inv.options["report"].as<std::string>(), world);
   Backends backends = select_backends(train, world, nullptr);
   check_backend_runs(cfg, world, *backends.comm);
   const TopologyPreflight topology = run_topology_preflight(train, world, backends);
@@ -228,10 +228,8 @@ int sweep_on_world(const Invocation& inv, const SweepConfig& cfg, const TrainCon
     // own (app/sweep_report.cpp).
     record.context = sweep_context(inv, train, world, start_time, backends, gpus,
                                    kEnoughTimedIterations, topology.nodes);
-  return report_sweep(inv, record, world);
+  return world.rank == 0 ? build_sweep_report(record) : json();
 }
-
-}  // namespace
 
 int run_sweep_command(const Invocation& inv) {
   const SweepConfig cfg = sweep_config_from(inv.options);  // usage errors before MPI starts
@@ -243,8 +241,10 @@ int run_sweep_command(const Invocation& inv) {
                                                            int size) {
     return pretend_host(split, host, rank, size);
   };
-  return run_mpi_command(command,
-                         [&](World& world) { return sweep_on_world(inv, cfg, train, world); });
+  return run_mpi_command(command, [&](World& world) {
+    check_report_path(inv.options["report"].as<std::string>(), world);
+    return report_sweep(inv, cfg, sweep_stage(inv, cfg, train, world), world);
+  });
 }
 
 }  // namespace tp

@@ -29,8 +29,10 @@ nlohmann::json judge_threshold(const Threshold& t, const Measurement& m, double 
   const bool at_least = t.direction == Direction::at_least;
   nlohmann::json check;
   if (!m.value) {
-    check = gate_check(t.check, nullptr, t.limit, "n/a",
-                       "not measured: stage " + m.skipped_stage + " did not run");
+    check = gate_check(
+        t.check, nullptr, t.limit, "n/a",
+        "not measured: " +
+            (m.why_not.empty() ? "stage " + m.skipped_stage + " did not run" : m.why_not));
   } else {
     const double margin = warn_margin * (t.limit < 0 ? -t.limit : t.limit);
     std::string status = status_of(t.direction, *m.value, t.limit, margin);

@@ -25,6 +25,7 @@ struct Measurement {
   std::string where;          // the node, rank or stage the figure belongs to, when known
   std::string detail;         // what the figure is, said plainly
   std::string skipped_stage;  // the stage that would have measured it
+  std::string why_not;        // or, when its stage ran, why it measured nothing
   bool passed_on_retry = false;
 };
 

@@ -11,6 +11,7 @@
 
 #include "app/backend_selection.h"
 #include "app/context.h"
+#include "app/job_report.h"
 #include "app/mpi_command.h"
 #include "app/report.h"
 #include "app/report_text.h"
@@ -55,14 +56,6 @@ void check_batch_covers_world(const TrainConfig& cfg, const World& world) {
     throw UsageError("model.batch=" + std::to_string(cfg.model.global_batch) +
                      " is smaller than the world size " + std::to_string(world.size) +
                      ": every rank needs at least one sample");
-}
-
-void initialize_model(const TrainConfig& cfg, const World& world, const Backends& backends,
-                      BatchShare share) {
-  const BackendConfig bc{cfg.model.layers, cfg.model.hidden, cfg.model.seq, cfg.model.global_batch,
-                         share.samples,    cfg.seed,         cfg.optimizer};
-  check_memory(world, backends, bc, cfg);
-  backends.compute->initialize(bc);
 }
 
 // NCCL opens connections lazily, for each algorithm and protocol it first picks, and its choice
@@ -171,38 +164,27 @@ void write_report(const std::string& path, const json& report) {
   }
 }
 
-// Rank 0 builds, writes and prints the report; every rank returns its exit code.
-int report_run(const Invocation& inv, const TrainConfig& cfg, const World& world,
-               const Backends& backends, const RunOutcome& run, RunFacts facts) {
-  int exit_code = kExitPass;
-  if (world.rank == 0) {
-    ContextInputs context{inv,
-                          cfg,
-                          world,
-                          run.start_time,
-                          {backends.compute->name(), backends.comm->name(), backends.notes,
-                           backends.gpu, backends.gpu_sharers},
-                          facts.gpus.gpus,
-                          facts.gpus.warnings,
-                          int64_t(run.result.measured.size()),
-                          run.checkpoints ? std::optional(run.checkpoints->folder()) : std::nullopt,
-                          run.topology.nodes,
-                          run.heartbeat_warnings};
-    RunRecord record =
-        record_of(cfg, run, std::move(facts), backends.comm->timing_method(cfg.overlap));
-    record.topology_reasons = run.topology.judgement.reasons;
-    record.context = build_context(context);
-    json report = build_report(record);
-    make_report_text_valid(report);
-    const std::string path = inv.options["report"].as<std::string>();
-    write_report(path, report);
-    std::cout << '\n'
-              << render_summary(report) << "report: " << fs::absolute(path).string() << '\n'
-              << std::flush;
-    exit_code = record.preempted ? kExitPreempted : exit_code_for(report["verdict"]);
-  }
-  mpiCheck(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.comm));
-  return exit_code;
+// Rank 0 builds the report from the figures every rank gathered.
+json build_run_report(const Invocation& inv, const TrainConfig& cfg, const World& world,
+                      const Backends& backends, const RunOutcome& run, RunFacts facts) {
+  ContextInputs context{inv,
+                        cfg,
+                        world,
+                        run.start_time,
+                        {backends.compute->name(), backends.comm->name(), backends.notes,
+                         backends.gpu, backends.gpu_sharers},
+                        facts.gpus.gpus,
+                        facts.gpus.warnings,
+                        int64_t(run.result.measured.size()),
+                        run.checkpoints ? std::optional(run.checkpoints->folder()) : std::nullopt,
+                        run.topology.nodes,
+                        run.heartbeat_warnings};
+  RunRecord record =
+      record_of(cfg, run, std::move(facts), backends.comm->timing_method(cfg.overlap));
+  record.topology_reasons = run.topology.judgement.reasons;
+  record.context = build_context(context);
+  json report = build_report(record);
+  return report;
 }
 
 // Leaves no heartbeats behind when the job ends cleanly: at its end, or at an error every rank
@@ -227,12 +209,16 @@ class HeartbeatCleanup {
   bool made_by_this_run_;
 };
 
-int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
+}  // namespace
+
+TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& world, JobClock& job) {
   RunOutcome run;
   run.start_time = utc_timestamp();
   const auto heartbeat = prepare_outputs(cfg, inv.options["report"].as<std::string>(), world);
   HeartbeatCleanup cleanup(*heartbeat, world, cfg.watchdog_dir.empty());
+  job.mark(kSetup);
   run.dataset = reconcile_dataset(cfg, world);
+  job.mark(kDatasetOpen);
   resolve_faults(cfg, world);
   // Every backend is watched: a rank that stops moving is named from the heartbeats.
   Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps);
@@ -251,39 +237,80 @@ int train_on_world(const Invocation& inv, TrainConfig cfg, const World& world) {
   if (!cfg.checkpoint_dir.empty()) {
     checkpoints = std::make_unique<CheckpointDriver>(cfg, world, clock, faults,
                                                      loader_position(cfg, run.dataset));
+    job.mark(kSetup);
     run.restored = checkpoints->restore(*backends.compute);
     run.checkpoints = checkpoints.get();
+    job.mark(kRestore);
   }
   heartbeat->beat(0, "start");
   run.collective = check_collective(cfg, world, backends);
   const double gemm_rate = backends.compute->measure_gemm_rate(0.2);
   announce(cfg, world, backends, checkpoints ? checkpoints->first_step() : 1);
 
+  job.mark(kSetup);
   BatchSetup batches = make_batch_source(cfg, run.dataset, share, world);
+  job.mark(kDatasetOpen);
   StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, *batches.source, faults,
                 *heartbeat, clock);
   RunProgress progress(heartbeat->dir(), world.rank, run.restored);
   watchdog.end_set_up();
+  const int64_t first_step = checkpoints ? checkpoints->first_step() : 1;
+  const int64_t last_warmup_step = first_step + cfg.warmup_steps - 1;
   const StopHook stop = [&](int64_t step) {
     progress.step_ended();
+    if (step == last_warmup_step) job.mark(kWarmupSteps);
     return checkpoints && checkpoints->stop_requested(step, *backends.compute);
   };
-  run.result =
-      loop.run(checkpoints ? checkpoints->first_step() : 1,
-               checkpoints ? checkpoints->checkpoint_hook(*backends.compute) : nullptr, stop);
+  // The hook allocates the checkpoint's host copy: set-up, before the first step's clock starts.
+  const CheckpointHook hook =
+      checkpoints ? checkpoints->checkpoint_hook(*backends.compute) : nullptr;
+  job.mark(kSetup);
+  run.result = loop.run(first_step, hook, stop);
+  // A run that ended within its warm-up measured no steady step.
+  job.mark(run.result.measured.empty() ? kWarmupSteps : kSteadySteps);
   if (checkpoints) checkpoints->finish();
+  job.mark(kFinalCheckpointWait);
   run.first_step_end_unix = progress.first_step_end_unix();
 
   RunFacts facts = gather_run_facts(world, backends, run.result, gemm_rate, batches.loader);
-  const int exit_code = report_run(inv, cfg, world, backends, run, std::move(facts));
+  TrainStage stage;
+  stage.sums = phase_sums(run.result.measured);
+  stage.digest = run.result.digest;
+  stage.last_step = run.result.last_step;
+  stage.preempted = checkpoints && checkpoints->preempted().has_value();
+  if (world.rank == 0)
+    stage.report = build_run_report(inv, cfg, world, backends, run, std::move(facts));
   cleanup.at_end();
+  job.mark(kTeardown);
+  return stage;
+}
+
+void add_job_and_cost(json& report, const World& world, JobClock& job, const StepPhaseSums& sums,
+                      const CostRates& rates) {
+  json section = gather_job_section(world, job, sums);
+  if (world.rank != 0) return;
+  report["job"] = std::move(section);
+  report["cost"] = cost_json(rates, cost_inputs_from(report));
+}
+
+int publish_report(const Invocation& inv, json& report, const World& world, bool preempted) {
+  int exit_code = kExitPass;
+  if (world.rank == 0) {
+    make_report_text_valid(report);
+    const std::string path = inv.options["report"].as<std::string>();
+    write_report(path, report);
+    std::cout << '\n'
+              << render_summary(report) << "report: " << fs::absolute(path).string() << '\n'
+              << std::flush;
+    exit_code = preempted ? kExitPreempted : exit_code_for(report["verdict"]);
+  }
+  mpiCheck(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.comm));
   return exit_code;
 }
 
-}  // namespace
-
 int run_train(const Invocation& inv) {
   const TrainConfig cfg = train_config_from(inv.options);  // usage errors before MPI starts
+  const CostRates rates = cost_rates_from(inv.options);
   MpiCommand command;
   command.name = "train";
   // The async checkpoint writer calls MPI from its own thread.
@@ -295,7 +322,13 @@ int run_train(const Invocation& inv) {
                                                          int size) {
     return pretend_host(split, host, rank, size);
   };
-  return run_mpi_command(command, [&](World& world) { return train_on_world(inv, cfg, world); });
+  return run_mpi_command(command, [&](World& world) {
+    JobClock job = JobClock::since_process_start();
+    job.mark(kLaunch);
+    TrainStage stage = train_stage(inv, cfg, world, job);
+    add_job_and_cost(stage.report, world, job, stage.sums, rates);
+    return publish_report(inv, stage.report, world, stage.preempted);
+  });
 }
 
 }  // namespace tp

@@ -297,7 +297,7 @@ TEST(Report, SummaryHoldsEachBucketSizeAgainstTheSweepInTheSameReport) {
                                                {"dtype", "float32"},
                                                {"bytes", 16384},
                                                {"in_place", true},
-                                               {"not_run", false},
+                                               {"not_run", ""},
                                                {"busbw_gbps", 4 * bucket_busbw}}})}};
   const std::string text = tp::render_summary(report);
   EXPECT_NE(text.find("12.3 kB x1: 1.450 ms, busbw 0.0127 GB/s, 25% of the sweep's 0.0508 GB/s "

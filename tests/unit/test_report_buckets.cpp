@@ -39,7 +39,7 @@ TEST(ReportBuckets, OneRankMovesNothingAcrossALink) {
 json sweep_row(uint64_t bytes, double busbw, bool in_place = true,
                const std::string& group = "world") {
   return {{"group", group},       {"op", "allreduce"}, {"dtype", "float32"}, {"bytes", bytes},
-          {"in_place", in_place}, {"not_run", false},  {"busbw_gbps", busbw}};
+          {"in_place", in_place}, {"not_run", ""},     {"busbw_gbps", busbw}};
 }
 
 // A report holding a training stage and a sweep of the same backend, as `accept` writes one.

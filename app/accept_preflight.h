@@ -1,0 +1,36 @@
+#pragma once
+// accept's preflight stage (docs/acceptance.md, "Stages"): before anything is timed, every node's
+// inventory, versions and topology (the topology preflight), and a probe of the checkpoint and
+// data folders from every rank, so a node that cannot reach the storage is named up front.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "mpi/world.h"
+#include "train/train_config.h"
+
+namespace tp {
+
+struct PreflightStage {
+  nlohmann::json section;  // rank 0: the report's `preflight` section
+  nlohmann::json checks;   // rank 0: topology, folder_probe
+  nlohmann::json nodes;    // rank 0: the topology preflight's nodes, for the context
+};
+
+PreflightStage preflight_stage(const TrainConfig& config, const World& world);
+
+// One rank's probe of one folder.
+struct FolderProbe {
+  std::string problem;  // "" when the folder worked
+  double seconds = 0;   // write + fsync + read back + delete (a checkpoint folder), or stat
+};
+// Checkpoint folders are written to; a dataset is only read (it may be read-only storage).
+FolderProbe probe_checkpoint_folder(const std::string& dir, int rank);
+FolderProbe probe_data_folder(const std::string& dir);
+
+// Pure: the folder_probe check from every rank's probe of each folder ({role, dir} -> [rank]).
+nlohmann::json folder_probe_check(const std::vector<std::string>& roles,
+                                  const std::vector<std::vector<FolderProbe>>& by_rank,
+                                  const std::vector<std::string>& host_of_rank);
+
+}  // namespace tp
