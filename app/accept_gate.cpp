@@ -31,7 +31,7 @@ std::optional<double> number_at(const json& report, std::initializer_list<const 
 
 std::string bytes_text(double bytes) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.4g", bytes);
+  std::snprintf(text, sizeof text, "%.0f", bytes);
   return text;
 }
 

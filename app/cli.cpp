@@ -279,6 +279,10 @@ std::string help_text(const std::string& subcommand) {
   if (subcommand.empty()) {
     out << "trainproof: prove that a cluster can train.\n\n"
            "usage: trainproof SUBCOMMAND [options]\n"
+           "  accept   the acceptance run: preflight, collective sweep, pairwise matrix,\n"
+           "           training with checkpoints and a cold restore in one job, held against\n"
+           "           the [gate] thresholds (a host file: --gate.file), with the job's\n"
+           "           timeline, goodput and cost; one report, one verdict\n"
            "  train    run synthetic data-parallel training steps with real collectives, time\n"
            "           data, compute and communication on every rank, and write a JSON report\n"
            "  sweep    time every collective at every size on the fabric (nccl-tests' bus\n"
@@ -292,11 +296,23 @@ std::string help_text(const std::string& subcommand) {
            "  report   print the summary of an existing JSON report: trainproof report FILE;\n"
            "           compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9];\n"
            "           or join stage reports: trainproof report merge A B [C...] --report OUT\n\n"
-           "Launch train with mpirun or srun, one rank per device or core set. Every option can\n"
-           "also be set in a scenario file: [train] steps = 100 is --train.steps=100.\n"
+           "Launch accept, train, sweep and prepare-data with mpirun or srun, one rank per\n"
+           "device or core set. Every option can also be set in a scenario file: [train]\n"
+           "steps = 100 is --train.steps=100.\n"
            "Exit codes: 0 PASS, WARN or NONE (nothing ran: training was already complete),\n"
            "1 FAIL (correctness or performance), 2 bad usage or input (nothing ran),\n"
            "3 the run could not complete, 4 preempted (checkpoint committed; --resume auto).\n";
+  } else if (subcommand == "accept") {
+    out << "usage: mpirun -np N trainproof accept --scenario scenarios/accept.ini\n"
+           "           --checkpoint.dir=DIR [--gate.file scenarios/hosts/HOST.ini] [options]\n"
+           "Runs accept.stages in order (preflight, sweep, pairwise, train, restore), each again\n"
+           "up to gate.retries times while it fails, and judges every gate.* threshold that is\n"
+           "not 0 (PASS; WARN within gate.warn_margin of it or only on a retry; FAIL). Each\n"
+           "check names its threshold's source. A threshold given on the command line that no\n"
+           "selected stage measures is exit 2 before anything runs; a skipped stage's checks\n"
+           "are n/a. --baseline GOLDEN adds report compare's metrics as checks. The drill's\n"
+           "checks (gate.drill, gate.max_rto_s, gate.max_rpo_steps) are judged by report merge\n"
+           "(scripts/acceptance.sh runs accept, the drill and the merge). See docs/acceptance.md.\n";
   } else if (subcommand == "train") {
     out << "usage: mpirun -np N trainproof train [--scenario FILE] [options]\n"
            "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
