@@ -91,7 +91,8 @@ StageAttempt run_sweep(const AcceptInputs& in, const World& world, AcceptRun& ru
   run.job.mark(mode == "pairwise" ? "pairwise" : "sweep");
   if (world.rank != 0) return {mode == "pairwise" ? "pairwise" : "sweep", 1, {}, {}};
   if (run.context.is_null()) run.context = report["context"];
-  return {mode == "pairwise" ? "pairwise" : "sweep", 1, sections_of(report, {"sweep"}),
+  // Its nodes stand when no training stage gives the richer ones.
+  return {mode == "pairwise" ? "pairwise" : "sweep", 1, sections_of(report, {"sweep", "nodes"}),
           own_checks(report, in)};
 }
 

@@ -1,0 +1,153 @@
+"""trainproof accept on one host (docs/acceptance.md): the shipped small scenario with this
+machine's host thresholds PASSes; an impossible threshold FAILs (exit 1) with that check's
+reason; a threshold inside the WARN band WARNs (exit 0); a threshold no selected stage measures
+is exit 2 before anything runs; the job timeline adds up to the wall time within 1% on every
+rank; and report merge joins a real drill's report and judges it against the gate."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import BIN, MPIEXEC, SCENARIOS, TINY, check_by_name, direct, mpirun  # noqa: E402
+
+SMOKE = os.path.join(SCENARIOS, "accept-smoke.ini")
+DEV_HOST = os.path.join(SCENARIOS, "hosts", "dev-vm-2core.ini")
+
+
+def accept(ranks, *args, scenario=SMOKE):
+    with tempfile.TemporaryDirectory() as ckpt:
+        return mpirun(ranks, f"--checkpoint.dir={ckpt}", *args, scenario=scenario,
+                      subcommand="accept")
+
+
+class OnThisMachine(unittest.TestCase):
+    def test_the_host_file_for_this_machine_passes_every_check(self):
+        run = accept(2, f"--gate.file={DEV_HOST}")
+        self.assertEqual(run.returncode, 0, run)
+        report = run.report
+        self.assertEqual(report["verdict"], "PASS", run)
+        for key in ("preflight", "sweep", "train", "checkpoint", "restore", "job", "cost"):
+            self.assertIn(key, report)
+        self.assertEqual([a["stage"] for a in report["accept"]["attempts"]],
+                         ["preflight", "sweep", "pairwise", "train", "restore"])
+        self.assertEqual(check_by_name(report, "restore_digest")["status"], "pass")
+        self.assertEqual(check_by_name(report, "pairwise")["status"], "n/a")
+        for name in ("min_au", "min_goodput", "min_restore_gbps", "min_busbw_gbps.allreduce"):
+            check = check_by_name(report, name)
+            self.assertEqual(check["status"], "pass", check)
+            self.assertIn("dev-vm-2core.ini", check["source"])
+        self.assertIn("verdict: PASS", run.stdout)
+        self.assertIn("accept stages: preflight PASS", run.stdout)
+
+    def test_the_job_timeline_adds_up_to_the_wall_time_on_every_rank(self):
+        run = accept(2, "--accept.stages=train,restore")
+        self.assertEqual(run.returncode, 0, run)
+        job = run.report["job"]
+        self.assertEqual(len(job["ranks"]), 2)
+        for rank in job["ranks"]:
+            total = sum(rank["categories"].values())
+            self.assertAlmostEqual(total / rank["wall_s"], 1.0, delta=0.01, msg=rank)
+        names = [c["name"] for c in job["categories"]]
+        for name in ("launch", "setup", "warmup_steps", "productive", "cold_restore", "teardown"):
+            self.assertIn(name, names)
+        self.assertGreater(job["goodput"], 0)
+        self.assertLess(job["goodput"], 1)
+        self.assertIn("job: ", run.stdout)
+
+    def test_an_impossible_threshold_fails_with_its_reason(self):
+        run = accept(2, "--accept.stages=train", "--gate.min_au=0.999", scenario=TINY)
+        self.assertEqual(run.returncode, 1, run)
+        self.assertEqual(run.report["verdict"], "FAIL")
+        check = check_by_name(run.report, "min_au")
+        self.assertEqual(check["status"], "fail")
+        self.assertIn("is below 0.999", check["reason"])
+        self.assertIn("--gate.min_au on the command line", check["reason"])
+        self.assertIn("FAIL  min_au", run.stdout)
+
+    def test_a_threshold_inside_the_warn_band_warns(self):
+        # One rank is the median rank: its straggler score is exactly 1, inside 5% of 0.97.
+        run = accept(1, "--accept.stages=train", "--gate.min_straggler_score=0.97",
+                     scenario=TINY)
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(run.report["verdict"], "WARN", run)
+        check = check_by_name(run.report, "min_straggler_score")
+        self.assertEqual(check["status"], "warn")
+        self.assertIn("within 5% of it", check["reason"])
+
+    def test_a_failing_stage_is_retried_and_every_attempt_kept(self):
+        run = accept(1, "--accept.stages=train", "--gate.min_au=0.999", "--gate.retries=1",
+                     scenario=TINY)
+        self.assertEqual(run.returncode, 1, run)
+        attempts = run.report["accept"]["attempts"]
+        self.assertEqual([(a["stage"], a["attempt"]) for a in attempts],
+                         [("train", 1), ("train", 2)])
+
+    def test_a_skipped_stage_makes_its_checks_na(self):
+        run = accept(2, "--accept.stages=sweep", f"--gate.file={DEV_HOST}",
+                     "--sweep.max_bytes=4096", scenario=TINY)
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(check_by_name(run.report, "stage_train")["status"], "n/a")
+        check = check_by_name(run.report, "min_au")
+        self.assertEqual(check["status"], "n/a")
+        self.assertIn("stage train did not run", check["reason"])
+
+
+class RefusedBeforeAnythingRuns(unittest.TestCase):
+    def test_a_threshold_no_selected_stage_measures_is_exit_2(self):
+        run = accept(2, "--accept.stages=sweep", "--gate.min_restore_gbps=1", scenario=TINY)
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("gate.min_restore_gbps", run.stderr)
+        self.assertIn("stage restore", run.stderr)
+        self.assertIsNone(run.report)
+
+    def test_an_unknown_stage_and_a_restore_without_its_checkpoint_are_exit_2(self):
+        run = direct("accept", "--accept.stages=train,warmup")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("unknown stage 'warmup'", run.stderr)
+        run = direct("accept", "--scenario", TINY, "--accept.stages=train,restore")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("restore needs checkpoint.dir", run.stderr)
+
+    def test_a_gate_file_holds_gate_options_only(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".ini") as f:
+            f.write("[train]\nsteps = 3\n")
+            f.flush()
+            run = direct("accept", f"--gate.file={f.name}")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("train.steps is not a [gate] threshold", run.stderr)
+
+
+class MergedWithADrill(unittest.TestCase):
+    def test_merge_judges_a_real_drill_against_the_gate(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            accepted = os.path.join(tmp, "accept.json")
+            drilled = os.path.join(tmp, "drill.json")
+            merged = os.path.join(tmp, "acceptance.json")
+            run = accept(2, "--accept.stages=train", "--gate.drill=true",
+                         "--gate.max_rpo_steps=100", "--report", accepted, scenario=TINY)
+            self.assertEqual(run.returncode, 0, run)
+            with open(accepted) as f:
+                accepted_report = json.load(f)
+            self.assertEqual(check_by_name(accepted_report, "max_rpo_steps")["status"], "n/a")
+            launcher = f"{MPIEXEC} -np 2 --oversubscribe"
+            drill = subprocess.run(
+                [BIN, "drill", "--launcher", launcher, "--scenario", TINY,
+                 f"--checkpoint.dir={os.path.join(tmp, 'ckpt')}", "--checkpoint.every=4",
+                 "--fault", "kill:rank=1,step=6", "--report", drilled, "--log.level=warn"],
+                capture_output=True, text=True, timeout=300)
+            self.assertEqual(drill.returncode, 0, drill.stdout + drill.stderr)
+            out = direct("report", "merge", accepted, drilled, "--report", merged)
+            self.assertEqual(out.returncode, 0, out)
+            with open(merged) as f:
+                report = json.load(f)
+            self.assertEqual(check_by_name(report, "drill")["status"], "pass")
+            self.assertEqual(check_by_name(report, "max_rpo_steps")["status"], "pass")
+            self.assertIn("drill", report)
+            self.assertEqual(report["train"], accepted_report["train"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
