@@ -7,13 +7,13 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "app/accept_config.h"
 #include "app/accept_preflight.h"
 #include "app/accept_report.h"
 #include "app/accept_restore.h"
+#include "app/baseline.h"
 #include "app/gate.h"
 #include "app/job_report.h"
 #include "app/mpi_command.h"
@@ -36,7 +36,7 @@ struct AcceptInputs {
   TrainConfig train;
   SweepConfig sweep;
   CostRates rates;
-  json golden;  // --baseline's report, or null
+  Baseline baseline;
 };
 
 // What the stages leave for the report, on rank 0; digest and step on every rank.
@@ -173,25 +173,10 @@ int accept_on_world(const AcceptInputs& in, const World& world) {
     if (!run.preflight_nodes.is_null()) context["nodes"] = run.preflight_nodes;
     add_sections(run.partial, job_sections);
     job_sections["cost"] = cost_json(in.rates, cost_inputs_from(run.partial));
-    report = accept_report(in.accept, run.attempts, job_sections, context, in.golden);
+    report =
+        accept_report(in.accept, run.attempts, job_sections, context, in.baseline.golden);
   }
   return publish_report(in.inv, report, world, run.preempted);
-}
-
-json read_baseline(const std::string& path) {
-  if (path.empty()) return nullptr;
-  if (const std::string what = not_a_regular_file(path); !what.empty())
-    throw UsageError("--baseline: '" + path + "' " + what);
-  std::ifstream file(path);
-  if (!file) throw UsageError("--baseline: cannot open '" + path + "'");
-  try {
-    json golden = json::parse(file);
-    if (!golden.is_object() || golden.value("schema", "").rfind("trainproof.report/", 0) != 0)
-      throw UsageError("--baseline: '" + path + "' is not a trainproof report");
-    return golden;
-  } catch (const json::exception& e) {
-    throw UsageError("--baseline: '" + path + "': " + e.what());
-  }
 }
 
 }  // namespace
@@ -204,8 +189,7 @@ int run_accept(const Invocation& inv) {
                   train,
                   sweep_config_from(inv.options),
                   cost_rates_from(inv.options),
-                  nullptr};
-  in.golden = read_baseline(in.accept.baseline);
+                  baseline_from(inv.options)};
   MpiCommand command;
   command.name = "accept";
   command.thread_level = train.checkpoint_async ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;

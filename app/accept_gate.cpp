@@ -1,6 +1,7 @@
 #include "app/accept_gate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <limits>
 #include <set>
@@ -208,9 +209,12 @@ json baseline_checks(const json& golden, const json& report, double tolerance,
     if (m["golden"].is_number())
       threshold = m.value("better", "") == "higher" ? m["golden"].get<double>() * tolerance
                                                     : m["golden"].get<double>() / tolerance;
-    json check =
-        gate_check("baseline_" + m.value("name", ""), m["new"], threshold, m.value("status", "n/a"),
-                   m.value("reason", "") + " (golden " + golden_path + ")");
+    // "step p50" -> baseline_step_p50: a check name a script can match.
+    std::string name = "baseline_" + m.value("name", "");
+    for (char& c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    json check = gate_check(name, m["new"], threshold, m.value("status", "n/a"),
+                            m.value("reason", "") + " (golden " + golden_path + ")");
     check["direction"] = m.value("better", "") == "higher" ? "at_least" : "at_most";
     check["source"] = "--baseline " + golden_path;
     checks.push_back(std::move(check));

@@ -54,9 +54,9 @@ json metric_row(const Metric& m, const json& golden, const json& fresh, double t
   row["ratio"] = nullptr;
   if (!g || !n) {
     row["status"] = "n/a";
-    row["reason"] = std::string("not in the ") + (!g && !n ? "either report"
-                                                  : !g     ? "golden report"
-                                                           : "new report");
+    row["reason"] = std::string("not in ") + (!g && !n ? "either report"
+                                              : !g     ? "the golden report"
+                                                       : "the new report");
     return row;
   }
   const double gv = g->get<double>(), nv = n->get<double>();

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "app/backend_selection.h"
+#include "app/baseline.h"
 #include "app/context.h"
 #include "app/mpi_command.h"
 #include "app/report_text.h"
@@ -234,6 +235,7 @@ json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfi
 int run_sweep_command(const Invocation& inv) {
   const SweepConfig cfg = sweep_config_from(inv.options);  // usage errors before MPI starts
   const TrainConfig train = train_config_from(inv.options);
+  const Baseline baseline = baseline_from(inv.options);
   MpiCommand command;
   command.name = "sweep";
   command.log_level = inv.options["log.level"].as<std::string>();
@@ -243,7 +245,9 @@ int run_sweep_command(const Invocation& inv) {
   };
   return run_mpi_command(command, [&](World& world) {
     check_report_path(inv.options["report"].as<std::string>(), world);
-    return report_sweep(inv, cfg, sweep_stage(inv, cfg, train, world), world);
+    json report = sweep_stage(inv, cfg, train, world);
+    if (world.rank == 0) judge_against_baseline(report, baseline);
+    return report_sweep(inv, cfg, std::move(report), world);
   });
 }
 

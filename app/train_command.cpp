@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "app/backend_selection.h"
+#include "app/baseline.h"
 #include "app/context.h"
 #include "app/job_report.h"
 #include "app/mpi_command.h"
@@ -311,6 +312,7 @@ int publish_report(const Invocation& inv, json& report, const World& world, bool
 int run_train(const Invocation& inv) {
   const TrainConfig cfg = train_config_from(inv.options);  // usage errors before MPI starts
   const CostRates rates = cost_rates_from(inv.options);
+  const Baseline baseline = baseline_from(inv.options);
   MpiCommand command;
   command.name = "train";
   // The async checkpoint writer calls MPI from its own thread.
@@ -327,6 +329,7 @@ int run_train(const Invocation& inv) {
     job.mark(kLaunch);
     TrainStage stage = train_stage(inv, cfg, world, job);
     add_job_and_cost(stage.report, world, job, stage.sums, rates);
+    if (world.rank == 0) judge_against_baseline(stage.report, baseline);
     return publish_report(inv, stage.report, world, stage.preempted);
   });
 }
