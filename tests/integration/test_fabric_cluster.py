@@ -14,6 +14,10 @@ SRUN_NODES = ["srun", "-N3", "-n3", "--mpi=pmix", "-K1"]
 SRUN_TWO_PER_NODE = ["srun", "-N3", "-n6", "--mpi=pmix", "-K1"]
 PAIRWISE = ["--sweep.mode=pairwise", "--sweep.pair_bytes=2097152", "--sweep.pair_iters=3",
             "--sweep.flag_fraction=0.25", "--sweep.fail_fraction=0.1"]
+# Rows large enough that a 100 Mbit/s link shows: smaller ones take milliseconds of latency on this
+# fabric whatever the link's rate.
+ACCEPT_SWEEP = ["--sweep.min_bytes=1048576", "--sweep.max_bytes=2097152", "--sweep.iters=3",
+                "--sweep.warmup=1", "--sweep.ops=allreduce"]
 SMALL = ["--sweep.min_bytes=1024", "--sweep.max_bytes=16384", "--sweep.iters=3",
          "--sweep.warmup=1", "--sweep.ops=allreduce,sendrecv"]
 
@@ -55,6 +59,34 @@ class FabricCluster(ClusterCase):
         self.assertEqual(rail["bad_links"], [])
         self.assertEqual(rail["second_pass"], [])
         self.assertEqual(control.report["sweep"]["pairwise"]["wrong"], 0)
+
+    def accept(self, name):
+        report = os.path.join(WORK, f"{name}.json")
+        return run([*SRUN_NODES, self.bin, "accept", "--scenario", self.tiny, "--report", report,
+                    "--log.level=warn", "--accept.stages=sweep,pairwise,train", *PAIRWISE,
+                    *ACCEPT_SWEEP], report, timeout=300)
+
+    def test_accept_fails_on_the_throttled_node_and_compare_names_what_fell(self):
+        degraded = vcluster("degrade", "vc-n3", "100mbit", "both")
+        self.addCleanup(vcluster, "restore", "vc-n3")
+        self.assertEqual(degraded.returncode, 0, degraded.stderr)
+        slow = self.accept("accept-throttled")
+        self.assertEqual(slow.returncode, 1, slow)
+        self.assertEqual(slow.report["verdict"], "FAIL")
+        flags = [c for c in slow.report["gate"]["checks"] if c["name"] == "pairwise_flags"][0]
+        self.assertEqual(flags["status"], "fail", flags)
+        self.assertIn("vc-n3", flags["reason"])
+        self.assertIn("train", slow.report)
+
+        restored = vcluster("restore", "vc-n3")
+        self.assertEqual(restored.returncode, 0, restored.stderr)
+        control = self.accept("accept-control")
+        self.assertEqual(control.returncode, 0, control)
+        compare = run([self.bin, "report", "compare", os.path.join(WORK, "accept-control.json"),
+                       os.path.join(WORK, "accept-throttled.json")])
+        self.assertEqual(compare.returncode, 1, compare)
+        fell = [line.split("  ")[0] for line in compare.stdout.splitlines() if "FAIL:" in line]
+        self.assertTrue(any(line.startswith("sweep avg busbw") for line in fell), compare.stdout)
 
     def test_every_rail_gets_its_own_matrix(self):
         both = self.sweep("rails", SRUN_TWO_PER_NODE, *PAIRWISE, "--sweep.pair_ranks=rail")
