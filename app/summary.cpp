@@ -248,7 +248,9 @@ std::string stage_lines(const json& report) {
   if (!report.contains("accept")) return "";
   std::string out = "accept stages:";
   for (const json& a : report["accept"]["attempts"]) {
-    const std::string stage = a.value("stage", ""), verdict = a.value("verdict", "");
+    const std::string stage = a.value("stage", "");
+    // A stage whose every check is n/a (pairwise on one node) judged nothing.
+    const std::string verdict = a.value("verdict", "") == "NONE" ? "n/a" : a.value("verdict", "");
     out += summary_text(" %s %s", stage.c_str(), verdict.c_str());
     if (a.value("attempt", 1) > 1) out += summary_text(" (attempt %d)", a.value("attempt", 1));
     out += ",";
@@ -263,6 +265,19 @@ std::string restore_line(const json& report) {
   return summary_text("\ncold restore of step %lld: %s in %.3f s, %s\n", r.value("step", 0LL),
                       si(r.value("bytes", 0.0), "B").c_str(), r.value("seconds", 0.0),
                       si(r.value("gbps", 0.0) * 1e9, "B/s").c_str());
+}
+
+// A merged drill's outcome (docs/drills.md has the drill's own summary).
+std::string drill_line(const json& report) {
+  if (!report.contains("drill") || !report["drill"].is_object()) return "";
+  const json& d = report["drill"];
+  auto number = [](const json& v, const char* unit) {
+    return v.is_number() ? summary_text("%.3g %s", v.get<double>(), unit) : std::string("-");
+  };
+  return summary_text("\ndrill: %s, %zu failure(s), %d restart(s); RPO %s, RTO %s\n",
+                      d.value("verdict", "").c_str(), d.value("failures", json::array()).size(),
+                      d.value("restarts", 0), number(d.value("rpo_steps", json()), "steps").c_str(),
+                      number(d.value("rto_s", json()), "s").c_str());
 }
 
 // The job's timeline, largest part first, and what it cost when a price was given.
@@ -303,6 +318,7 @@ std::string render_summary(const json& untrusted, size_t slowest_ranks_shown) {
   if (report.contains("data")) out += data_line(report.at("data"));
   if (report.contains("checkpoint")) out += checkpoint_lines(report.at("checkpoint"));
   out += restore_line(report);
+  out += drill_line(report);
   out += job_lines(report);
   out += slowest_ranks(report, slowest_ranks_shown);
   out += flagged_nodes(report.at("nodes"));
