@@ -133,6 +133,7 @@ void run_stage(const std::string& stage, const AcceptInputs& in, const World& wo
     int again = 0;
     if (world.rank == 0) {
       add_sections(run.partial, a.sections);
+      a.threshold_checks = stage_threshold_checks(in.accept, stage, run.partial, attempt);
       again = attempt <= in.accept.retries &&
               stage_failed(in.accept, stage, run.partial, a.checks) && !run.preempted;
       if (again)
@@ -173,8 +174,7 @@ int accept_on_world(const AcceptInputs& in, const World& world) {
     if (!run.preflight_nodes.is_null()) context["nodes"] = run.preflight_nodes;
     add_sections(run.partial, job_sections);
     job_sections["cost"] = cost_json(in.rates, cost_inputs_from(run.partial));
-    report =
-        accept_report(in.accept, run.attempts, job_sections, context, in.baseline.golden);
+    report = accept_report(in.accept, run.attempts, job_sections, context, in.baseline.golden);
   }
   return publish_report(in.inv, report, world, run.preempted);
 }

@@ -52,6 +52,8 @@ std::vector<std::string> stages_from(const std::string& text) {
   const std::vector<std::string> named = split_list(text);
   if (named.empty()) throw UsageError("accept.stages is empty (give stages, or all)");
   if (named == std::vector<std::string>{"all"}) return kAcceptStages;
+  if (std::find(named.begin(), named.end(), "all") != named.end())
+    throw UsageError("accept.stages: 'all' stands alone (got '" + text + "')");
   std::vector<std::string> stages;
   for (const std::string& stage : kAcceptStages)
     if (std::find(named.begin(), named.end(), stage) != named.end()) stages.push_back(stage);

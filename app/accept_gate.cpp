@@ -42,7 +42,8 @@ const json* busbw_row(const json& results, const std::string& op, int64_t bytes)
   const json* best = nullptr;
   for (const json& row : results) {
     if (row.value("op", "") != op || !row.value("in_place", false) ||
-        row.value("group", "") != "world" || !row["busbw_gbps"].is_number())
+        row.value("group", "") != "world" || !row.value("not_run", std::string()).empty() ||
+        !row.contains("busbw_gbps") || !row["busbw_gbps"].is_number() || !row.contains("bytes"))
       continue;
     const int64_t b = row["bytes"];
     if (!best) {
@@ -97,6 +98,7 @@ Measurement slowest_pair(const json& report) {
   if (!rails) return m;
   double least = std::numeric_limits<double>::infinity();
   for (const json& rail : *rails) {
+    if (!rail.contains("hosts") || !rail.contains("one_way_gbps")) continue;
     const json& hosts = rail["hosts"];
     const json& matrix = rail["one_way_gbps"];
     for (size_t a = 0; a < matrix.size(); ++a)
@@ -187,15 +189,20 @@ json judge_thresholds(const AcceptConfig& config, const json& report,
   return checks;
 }
 
-bool stage_failed(const AcceptConfig& config, const std::string& stage, const json& report,
-                  const json& stage_checks) {
-  for (const json& c : stage_checks)
-    if (c.value("status", "") == "fail") return true;
+json stage_threshold_checks(const AcceptConfig& config, const std::string& stage,
+                            const json& report, int attempt) {
   AcceptConfig only = config;
   only.thresholds.clear();
   for (const GateThreshold& t : config.thresholds)
     if (t.stage == stage) only.thresholds.push_back(t);
-  for (const json& c : judge_thresholds(only, report, {{stage, 1}}))
+  return judge_thresholds(only, report, {{stage, attempt}});
+}
+
+bool stage_failed(const AcceptConfig& config, const std::string& stage, const json& report,
+                  const json& stage_checks) {
+  for (const json& c : stage_checks)
+    if (c.value("status", "") == "fail") return true;
+  for (const json& c : stage_threshold_checks(config, stage, report, 1))
     if (c.value("status", "") == "fail") return true;
   return false;
 }
@@ -209,10 +216,15 @@ json baseline_checks(const json& golden, const json& report, double tolerance,
     if (m["golden"].is_number())
       threshold = m.value("better", "") == "higher" ? m["golden"].get<double>() * tolerance
                                                     : m["golden"].get<double>() / tolerance;
-    // "step p50" -> baseline_step_p50: a check name a script can match.
-    std::string name = "baseline_" + m.value("name", "");
-    for (char& c : name)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    // "step p50" -> baseline_step_p50, "sweep avg busbw >= 1 MiB" ->
+    // baseline_sweep_avg_busbw_1_MiB: a check name a script can match.
+    std::string name = "baseline";
+    for (char c : "_" + m.value("name", ""))
+      if (std::isalnum(static_cast<unsigned char>(c)))
+        name += c;
+      else if (name.back() != '_')
+        name += '_';
+    if (name.back() == '_') name.pop_back();
     json check = gate_check(name, m["new"], threshold, m.value("status", "n/a"),
                             m.value("reason", "") + " (golden " + golden_path + ")");
     check["direction"] = m.value("better", "") == "higher" ? "at_least" : "at_most";

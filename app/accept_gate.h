@@ -19,7 +19,10 @@ using StageAttempts = std::map<std::string, int>;
 nlohmann::json judge_thresholds(const AcceptConfig& config, const nlohmann::json& report,
                                 const StageAttempts& attempts);
 
-// The thresholds one stage's figures meet; a stage whose checks or thresholds fail is retried.
+// One stage's thresholds, judged on the report as that stage's attempt left it.
+nlohmann::json stage_threshold_checks(const AcceptConfig& config, const std::string& stage,
+                                      const nlohmann::json& report, int attempt);
+// A stage whose own checks or thresholds fail is retried.
 bool stage_failed(const AcceptConfig& config, const std::string& stage,
                   const nlohmann::json& report, const nlohmann::json& stage_checks);
 

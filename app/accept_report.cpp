@@ -13,10 +13,12 @@ json tagged(json check, const std::string& stage) {
 }
 
 json attempt_json(const StageAttempt& a) {
+  json checks = a.checks;
+  for (const json& c : a.threshold_checks) checks.push_back(c);
   return {{"stage", a.stage},
           {"attempt", a.attempt},
-          {"verdict", verdict_of_checks(a.checks)},
-          {"checks", a.checks}};
+          {"verdict", verdict_of_checks(checks)},
+          {"checks", checks}};
 }
 
 void warn_on_other_work(const AcceptConfig& config, json& context) {

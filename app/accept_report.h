@@ -17,6 +17,9 @@ struct StageAttempt {
   int attempt = 1;
   nlohmann::json sections = nlohmann::json::object();  // report key -> section
   nlohmann::json checks = nlohmann::json::array();     // the stage's own checks
+  // The stage's thresholds as this attempt met them (the last attempt's are judged again on
+  // the whole report).
+  nlohmann::json threshold_checks = nlohmann::json::array();
 };
 
 // Merges a stage's sections into a report under construction; sweep and pairwise share `sweep`.

@@ -274,34 +274,42 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   return inv;
 }
 
-std::string help_text(const std::string& subcommand) {
+// The overview of every subcommand and the exit codes: `trainproof --help`.
+static std::string general_usage() {
+  std::ostringstream out;
+  out << "trainproof: prove that a cluster can train.\n\n"
+         "usage: trainproof SUBCOMMAND [options]\n"
+         "  accept   the acceptance run: preflight, collective sweep, pairwise matrix,\n"
+         "           training with checkpoints and a cold restore in one job, held against\n"
+         "           the [gate] thresholds (a host file: --gate.file), with the job's\n"
+         "           timeline, goodput and cost; one report, one verdict\n"
+         "  train    run synthetic data-parallel training steps with real collectives, time\n"
+         "           data, compute and communication on every rank, and write a JSON report\n"
+         "  sweep    time every collective at every size on the fabric (nccl-tests' bus\n"
+         "           bandwidth, every element checked), or every pair of nodes\n"
+         "           (sweep.mode=pairwise) to name a slow node or link\n"
+         "  drill    recovery drill: launch train with faults, relaunch with --resume auto "
+         "after\n"
+         "           each failure, and prove the final state bit-identical to a reference run\n"
+         "  prepare-data  write a synthetic dataset to data.dir (MPI: every rank writes its\n"
+         "           share of the shards), for train to read with data.dir\n"
+         "  report   print the summary of an existing JSON report: trainproof report FILE;\n"
+         "           compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9];\n"
+         "           or join stage reports: trainproof report merge A B [C...] --report OUT\n\n"
+         "Launch accept, train, sweep and prepare-data with mpirun or srun, one rank per\n"
+         "device or core set. Every option can also be set in a scenario file: [train]\n"
+         "steps = 100 is --train.steps=100.\n"
+         "Exit codes: 0 PASS, WARN or NONE (nothing ran: training was already complete),\n"
+         "1 FAIL (correctness or performance), 2 bad usage or input (nothing ran),\n"
+         "3 the run could not complete, 4 preempted (checkpoint committed; --resume auto).\n";
+  return out.str();
+}
+
+// The first lines of --help: what the subcommand does and how it is launched.
+static std::string usage_of(const std::string& subcommand) {
   std::ostringstream out;
   if (subcommand.empty()) {
-    out << "trainproof: prove that a cluster can train.\n\n"
-           "usage: trainproof SUBCOMMAND [options]\n"
-           "  accept   the acceptance run: preflight, collective sweep, pairwise matrix,\n"
-           "           training with checkpoints and a cold restore in one job, held against\n"
-           "           the [gate] thresholds (a host file: --gate.file), with the job's\n"
-           "           timeline, goodput and cost; one report, one verdict\n"
-           "  train    run synthetic data-parallel training steps with real collectives, time\n"
-           "           data, compute and communication on every rank, and write a JSON report\n"
-           "  sweep    time every collective at every size on the fabric (nccl-tests' bus\n"
-           "           bandwidth, every element checked), or every pair of nodes\n"
-           "           (sweep.mode=pairwise) to name a slow node or link\n"
-           "  drill    recovery drill: launch train with faults, relaunch with --resume auto "
-           "after\n"
-           "           each failure, and prove the final state bit-identical to a reference run\n"
-           "  prepare-data  write a synthetic dataset to data.dir (MPI: every rank writes its\n"
-           "           share of the shards), for train to read with data.dir\n"
-           "  report   print the summary of an existing JSON report: trainproof report FILE;\n"
-           "           compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9];\n"
-           "           or join stage reports: trainproof report merge A B [C...] --report OUT\n\n"
-           "Launch accept, train, sweep and prepare-data with mpirun or srun, one rank per\n"
-           "device or core set. Every option can also be set in a scenario file: [train]\n"
-           "steps = 100 is --train.steps=100.\n"
-           "Exit codes: 0 PASS, WARN or NONE (nothing ran: training was already complete),\n"
-           "1 FAIL (correctness or performance), 2 bad usage or input (nothing ran),\n"
-           "3 the run could not complete, 4 preempted (checkpoint committed; --resume auto).\n";
+    out << general_usage();
   } else if (subcommand == "accept") {
     out << "usage: mpirun -np N trainproof accept --scenario scenarios/accept.ini\n"
            "           --checkpoint.dir=DIR [--gate.file scenarios/hosts/HOST.ini] [options]\n"
@@ -312,7 +320,8 @@ std::string help_text(const std::string& subcommand) {
            "selected stage measures is exit 2 before anything runs; a skipped stage's checks\n"
            "are n/a. --baseline GOLDEN adds report compare's metrics as checks. The drill's\n"
            "checks (gate.drill, gate.max_rto_s, gate.max_rpo_steps) are judged by report merge\n"
-           "(scripts/acceptance.sh runs accept, the drill and the merge). See docs/acceptance.md.\n";
+           "(scripts/acceptance.sh runs accept, the drill and the merge). See "
+           "docs/acceptance.md.\n";
   } else if (subcommand == "train") {
     out << "usage: mpirun -np N trainproof train [--scenario FILE] [options]\n"
            "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
@@ -356,7 +365,12 @@ std::string help_text(const std::string& subcommand) {
            "recomputed from them.\n"
            "All options are accepted, so a whole scenario file can be passed.\n";
   }
-  out << '\n' << option_registry() << '\n' << fault_grammar();
+  return out.str();
+}
+
+std::string help_text(const std::string& subcommand) {
+  std::ostringstream out;
+  out << usage_of(subcommand) << '\n' << option_registry() << '\n' << fault_grammar();
   return out.str();
 }
 

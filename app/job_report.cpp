@@ -114,12 +114,13 @@ CostInputs cost_inputs_from(const json& report) {
   in.step_s = number_or(report, P("/train/phases/step/p50"), 0);
   if (report.contains("checkpoint") && report["checkpoint"].is_object()) {
     const json& c = report["checkpoint"];
-    const double kept = std::min<double>(c.value("keep", 0), double(c["saves"].size()));
+    const double saves = c.contains("saves") ? double(c["saves"].size()) : 0.0;
+    const double kept = std::min<double>(c.value("keep", 0), saves);
     in.checkpoint_bytes_kept = number_or(c, P("/bytes"), 0) * kept;
     in.checkpoint_every = c.value("every", int64_t(0));
     in.ckpt_stall_s = number_or(c, P("/stall_s/p50"), 0);
     in.time_to_durable_s = number_or(c, P("/total_s/p50"), 0);
-    for (const json& save : c["saves"])
+    for (const json& save : c.value("saves", json::array()))
       if (save.contains("time_to_durable_s"))
         in.time_to_durable_s =
             std::max(in.time_to_durable_s, save["time_to_durable_s"].get<double>());
