@@ -245,9 +245,12 @@ json visible(const json& value) {
 
 // An acceptance run's stages, each with its verdict and how many attempts it took.
 std::string stage_lines(const json& report) {
-  if (!report.contains("accept")) return "";
+  if (!report.contains("accept") || !report["accept"].is_object()) return "";
+  const json attempts = report["accept"].value("attempts", json::array());
+  if (!attempts.is_array() || attempts.empty()) return "";
   std::string out = "accept stages:";
-  for (const json& a : report["accept"]["attempts"]) {
+  for (const json& a : attempts) {
+    if (!a.is_object()) continue;
     const std::string stage = a.value("stage", "");
     // A stage whose every check is n/a (pairwise on one node) judged nothing.
     const std::string verdict = a.value("verdict", "") == "NONE" ? "n/a" : a.value("verdict", "");
