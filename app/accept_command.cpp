@@ -146,21 +146,10 @@ void run_stage(const std::string& stage, const AcceptInputs& in, const World& wo
   }
 }
 
-// Refused before anything is measured: a run that cannot write its report is wasted.
-void check_report_path(const std::string& path, const World& world) {
-  std::string problem;
-  if (world.rank == 0) try {
-      check_output_file("--report", path);
-    } catch (const UsageError& e) {
-      problem = e.what();
-    }
-  agree_or_throw<UsageError>(world, problem);
-}
-
 int accept_on_world(const AcceptInputs& in, const World& world) {
   AcceptRun run;
   run.job.mark(kLaunch);
-  check_report_path(in.inv.options["report"].as<std::string>(), world);
+  agree_report_path_writable(in.inv.options["report"].as<std::string>(), world);
   for (const std::string& stage : in.accept.stages) {
     run_stage(stage, in, world, run);
     if (run.preempted) break;
@@ -190,17 +179,8 @@ int run_accept(const Invocation& inv) {
                   sweep_config_from(inv.options),
                   cost_rates_from(inv.options),
                   baseline_from(inv.options)};
-  MpiCommand command;
-  command.name = "accept";
-  command.thread_level = train.checkpoint_async ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
-  command.thread_level_reason =
-      "checkpoint.async=true needs MPI_THREAD_MULTIPLE (use checkpoint.async=false)";
-  command.log_level = inv.options["log.level"].as<std::string>();
-  command.host_for_rank = [split = train.test.split_hosts](const std::string& host, int rank,
-                                                           int size) {
-    return pretend_host(split, host, rank, size);
-  };
-  return run_mpi_command(command, [&](World& world) { return accept_on_world(in, world); });
+  return run_mpi_command(training_command("accept", inv, train),
+                         [&](World& world) { return accept_on_world(in, world); });
 }
 
 }  // namespace tp

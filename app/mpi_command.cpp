@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "common/sysinfo.h"
 
@@ -80,6 +81,16 @@ int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>&
     MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
     return kExitRuntime;
   }
+}
+
+void agree_report_path_writable(const std::string& path, const World& world) {
+  std::string problem;
+  if (world.rank == 0) try {
+      check_output_file("--report", path);
+    } catch (const UsageError& e) {
+      problem = e.what();
+    }
+  agree_or_throw<UsageError>(world, problem);
 }
 
 }  // namespace tp

@@ -28,6 +28,10 @@ struct MpiCommand {
 //   MPI_Abort ends the job with 3, so no rank is left waiting in a collective.
 int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>& body);
 
+// Collective: a report path rank 0 cannot write is a UsageError on every rank, before anything
+// is measured (a run that cannot write its report is wasted).
+void agree_report_path_writable(const std::string& path, const World& world);
+
 // Test only (test.split_hosts): spreads one machine's ranks evenly over `split_hosts` pretend
 // hosts, "HOST-vnodeK"; "" (the real host) when split_hosts is 0.
 std::string pretend_host(int split_hosts, const std::string& host, int rank, int size);

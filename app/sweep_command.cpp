@@ -168,17 +168,6 @@ json sweep_context(const Invocation& inv, const TrainConfig& train, const World&
   return build_context(in);
 }
 
-// Refused before anything is measured: a sweep that cannot write its report is wasted.
-void check_report_path(const std::string& path, const World& world) {
-  std::string problem;
-  if (world.rank == 0) try {
-      check_output_file("--report", path);
-    } catch (const UsageError& e) {
-      problem = e.what();
-    }
-  agree_or_throw<UsageError>(world, problem);
-}
-
 int report_sweep(const Invocation& inv, const SweepConfig& cfg, json report, const World& world) {
   int exit_code = kExitPass;
   if (world.rank == 0) {
@@ -244,7 +233,7 @@ int run_sweep_command(const Invocation& inv) {
     return pretend_host(split, host, rank, size);
   };
   return run_mpi_command(command, [&](World& world) {
-    check_report_path(inv.options["report"].as<std::string>(), world);
+    agree_report_path_writable(inv.options["report"].as<std::string>(), world);
     json report = sweep_stage(inv, cfg, train, world);
     if (world.rank == 0) judge_against_baseline(report, baseline);
     return report_sweep(inv, cfg, std::move(report), world);

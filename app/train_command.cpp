@@ -309,12 +309,10 @@ int publish_report(const Invocation& inv, json& report, const World& world, bool
   return exit_code;
 }
 
-int run_train(const Invocation& inv) {
-  const TrainConfig cfg = train_config_from(inv.options);  // usage errors before MPI starts
-  const CostRates rates = cost_rates_from(inv.options);
-  const Baseline baseline = baseline_from(inv.options);
+MpiCommand training_command(const std::string& name, const Invocation& inv,
+                            const TrainConfig& cfg) {
   MpiCommand command;
-  command.name = "train";
+  command.name = name;
   // The async checkpoint writer calls MPI from its own thread.
   command.thread_level = cfg.checkpoint_async ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
   command.thread_level_reason =
@@ -324,7 +322,14 @@ int run_train(const Invocation& inv) {
                                                          int size) {
     return pretend_host(split, host, rank, size);
   };
-  return run_mpi_command(command, [&](World& world) {
+  return command;
+}
+
+int run_train(const Invocation& inv) {
+  const TrainConfig cfg = train_config_from(inv.options);  // usage errors before MPI starts
+  const CostRates rates = cost_rates_from(inv.options);
+  const Baseline baseline = baseline_from(inv.options);
+  return run_mpi_command(training_command("train", inv, cfg), [&](World& world) {
     JobClock job = JobClock::since_process_start();
     job.mark(kLaunch);
     TrainStage stage = train_stage(inv, cfg, world, job);

@@ -4,6 +4,7 @@
 #include "app/cli.h"
 #include "app/cost.h"
 #include "app/job_timeline.h"
+#include "app/mpi_command.h"
 #include "common/digest.h"
 #include "mpi/world.h"
 
@@ -30,6 +31,11 @@ void add_job_and_cost(nlohmann::json& report, const World& world, JobClock& job,
 // (4 when preempted, else the verdict's).
 int publish_report(const Invocation& invocation, nlohmann::json& report, const World& world,
                    bool preempted);
+
+// How a command that trains starts MPI: the thread level the async checkpoint writer needs, and
+// test.split_hosts' pretend hosts.
+MpiCommand training_command(const std::string& name, const Invocation& invocation,
+                            const TrainConfig& config);
 
 // `trainproof train`: one MPI rank of a data-parallel run. Returns the process exit code.
 int run_train(const Invocation& invocation);
