@@ -1,5 +1,8 @@
 #include "app/report_merge.h"
 
+#include "app/cost.h"
+#include "app/job_report.h"
+
 #include <algorithm>
 #include <optional>
 
@@ -242,6 +245,23 @@ void add_job_drill(json& merged, const json& drill) {
        "is unchanged"}};
 }
 
+// The accept run's prices again, now with the drill's failures, RTO and RPO to price (the cost
+// section echoes the rates it was given).
+void reprice_with_drill(json& merged) {
+  const json* cost = find(merged, "cost");
+  if (!cost || !cost->is_object() || !merged.contains("job")) return;
+  const json rates = cost->value("inputs", json::object()).value("rates", json::object());
+  CostRates r;
+  r.node_hour = rates.value("node_hour", 0.0);
+  r.gpu_hour = rates.value("gpu_hour", 0.0);
+  r.storage_gb_month = rates.value("storage_gb_month", 0.0);
+  r.data_gb = rates.value("data_gb", 0.0);
+  r.overhead_fraction = rates.value("overhead_fraction", 0.0);
+  r.failures_per_node_day = rates.value("failures_per_node_day", 0.0);
+  r.currency = cost->value("currency", std::string("USD"));
+  merged["cost"] = cost_json(r, cost_inputs_from(merged));
+}
+
 // The drill's section, context and check; its final run's sections and checks stay out, as that
 // run trained with injected faults.
 json take_drill(json& merged, const std::string& accept_file, const StageReport& drill) {
@@ -255,6 +275,7 @@ json take_drill(json& merged, const std::string& accept_file, const StageReport&
     put_check(merged["gate"]["checks"], check);
   }
   add_job_drill(merged, drill.report["drill"]);
+  reprice_with_drill(merged);
   return json::array({"drill"});
 }
 

@@ -169,10 +169,13 @@ json pairwise_checks(const PairwiseRecord& record) {
   const std::string reason = flags > 0 ? std::to_string(flags) + " flag(s); the first: " + first
                              : note.empty() ? "no node or link below sweep.flag_fraction"
                                             : note;
+  // Under 3 nodes there is no majority to judge a node against: the check judged nothing.
+  const bool judged = flags > 0 || note.empty();
   checks.push_back(gate_check("pairwise_flags", flags, 0,
-                              fail    ? "fail"
-                              : flags ? "warn"
-                                      : "pass",
+                              fail     ? "fail"
+                              : flags  ? "warn"
+                              : judged ? "pass"
+                                       : "n/a",
                               reason));
   return checks;
 }

@@ -5,6 +5,10 @@
 #include <sstream>
 
 #include "app/report.h"
+
+#include "app/cost.h"
+#include "app/job_report.h"
+#include "app/job_timeline.h"
 #include "app/summary.h"
 #include "tests/unit/golden.h"
 
@@ -272,6 +276,28 @@ TEST(Report, SummaryWithCheckpointsMatchesGolden) {
   EXPECT_NEAR(report["checkpoint"]["write_gbps"].get<double>(), 0.8, 1e-9);
   EXPECT_NEAR(report["checkpoint"]["restore_gbps"].get<double>(), 1.6, 1e-9);
   expect_golden(tp::render_summary(report), "summary-checkpoints.golden");
+}
+
+// The timeline and cost lines of a priced run with checkpoints: two ranks on a fake clock, 3.6
+// per node-hour on the run's one host, with a failure projection.
+TEST(Report, SummaryWithTimelineAndCostMatchesGolden) {
+  json report = tp::build_report(checkpoint_run());
+  std::vector<tp::RankTimeline> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back({r,
+                     20.0 + r,
+                     {{"launch", 1.0},
+                      {"setup", 2.0 + r},
+                      {"warmup_steps", 1.0},
+                      {"productive", 12.0},
+                      {"data_stall", 1.0},
+                      {"comm_exposed", 2.0},
+                      {"checkpoint_stall", 0.5},
+                      {"teardown", 0.5}}});
+  report["job"] = tp::job_json(ranks, 30.0, "Slurm job 42: SubmitTime to StartTime");
+  report["cost"] = tp::cost_json(tp::CostRates{3.6, 0, 0.02, 0.01, 0.1, 0.5, "USD"},
+                                 tp::cost_inputs_from(report));
+  expect_golden(tp::render_summary(report), "summary-timeline-cost.golden");
 }
 
 // The report is a contract (docs/report.md): any change to its JSON, key by key, must be

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include "app/report_merge.h"
+
+#include "app/cost.h"
+#include "app/job_report.h"
 #include "app/thresholds.h"
 #include "common/errors.h"
 
@@ -235,6 +238,30 @@ TEST(ReportMerge, TheJobSaysWhatTheDrillsFailuresCost) {
   json no_job = accept_report();
   no_job.erase("job");
   EXPECT_FALSE(merge(no_job, drill_report("PASS", 30.0, 3)).contains("job"));
+}
+
+// Priced at 3.6 per node-hour (0.001 a second) on 1 node: each failure's recovery (its RTO) and
+// redone work (its RPO steps x the 0.5 s step) cost 0.001 a second: (20 + 0.5 x 2) x 0.001 =
+// 0.021 and (30 + 0.5 x 4) x 0.001 = 0.032. Storage and data are not priced.
+TEST(ReportMerge, TheAcceptRunsPricesAreAppliedToTheDrillsFailures) {
+  json accept = accept_report();
+  accept["job"] = {
+      {"wall_s", 100.0}, {"goodput", 0.9}, {"categories", json::array()}, {"lost", json::array()}};
+  accept["ranks"] = {{{"rank", 0}, {"host", "n1"}, {"gpu", nullptr}}};
+  accept["train"]["phases"] = {{"step", {{"p50", 0.5}}}};
+  accept["cost"] =
+      tp::cost_json(tp::CostRates{3.6, 0, 0, 0, 0, 0, "EUR"}, tp::cost_inputs_from(accept));
+  ASSERT_TRUE(accept["cost"]["failures"].empty());
+  json drill = drill_report("PASS", 30.0, 4);
+  drill["drill"]["failures"][0]["rpo_steps"] = 2;
+  drill["drill"]["failures"][1]["rpo_steps"] = 4;
+  const json merged = merge(accept, drill);
+  const json& failures = merged["cost"]["failures"];
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_NEAR(failures[0]["total"].get<double>(), 0.021, 1e-12);
+  EXPECT_NEAR(failures[1]["total"].get<double>(), 0.032, 1e-12);
+  EXPECT_EQ(merged["cost"]["currency"], "EUR");
+  EXPECT_EQ(merged["cost"]["inputs"]["rto_s"], 30.0);
 }
 
 TEST(ReportMerge, ADamagedGateIsRefusedByName) {
