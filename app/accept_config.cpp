@@ -120,6 +120,7 @@ void read_thresholds(const po::variables_map& vm, const std::map<std::string, st
       check_checkpoints_measured(o, train, source);
     }
     c.thresholds.push_back(gate_threshold(o, limit, source));
+    c.thresholds.back().advisory = sources.find(name) == sources.end();
   }
   if (vm["gate.drill"].as<bool>()) {
     const ThresholdOption drill{"drill", Direction::at_least, "drill", "recovery drill's verdict"};

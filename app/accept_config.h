@@ -19,6 +19,9 @@ struct GateThreshold {
   Threshold threshold;  // threshold.check is the option's name after "gate."
   std::string stage;    // the stage that measures it
   std::string metric;   // what it measures, for the error that names the stage
+  // Set by nobody (the default gate.min_straggler_score): advice, so missing it is WARN, not
+  // FAIL. A threshold someone set is a gate.
+  bool advisory = false;
 };
 
 struct AcceptConfig {

@@ -184,7 +184,13 @@ json judge_thresholds(const AcceptConfig& config, const json& report,
     } else if (!m.value) {
       m.why_not = "stage " + t.stage + " ran but did not measure the " + t.metric;
     }
-    checks.push_back(judge_threshold(t.threshold, m, config.warn_margin));
+    json check = judge_threshold(t.threshold, m, config.warn_margin);
+    if (t.advisory && check["status"] == "fail") {
+      check["status"] = "warn";
+      check["reason"] =
+          check["reason"].get<std::string>() + "; a default, so WARN (set it to make it a gate)";
+    }
+    checks.push_back(std::move(check));
   }
   return checks;
 }

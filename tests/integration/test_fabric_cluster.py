@@ -3,9 +3,11 @@ names exactly the node whose link is throttled (tc tbf, both directions), and fl
 without the throttle; split groups and rails get their own rows and matrices.
 
 Every run uses the same options, so the unthrottled run is the negative control of the
-throttled one. The flag fractions are lower than the defaults: pairs on this one-host fabric
-(veth through the kernel, on 2 shared cores) differ by up to 2x from run to run, while the
-throttled link is below 1% of the others (docs/sweep.md, "Reading the matrix")."""
+throttled one. The flag fractions are far lower than the defaults: pairs on this one-host fabric
+(veth through the kernel, on 2 shared cores) differ by up to 2x from run to run, and a CI run once
+measured a healthy node's pairs at 13% of the median in the first pass (normal again in the
+second), while the throttled link is below 1% of the others (docs/sweep.md, "Reading the
+matrix")."""
 import os
 
 from vcluster_harness import WORK, ClusterCase, main, run, vcluster
@@ -13,7 +15,7 @@ from vcluster_harness import WORK, ClusterCase, main, run, vcluster
 SRUN_NODES = ["srun", "-N3", "-n3", "--mpi=pmix", "-K1"]
 SRUN_TWO_PER_NODE = ["srun", "-N3", "-n6", "--mpi=pmix", "-K1"]
 PAIRWISE = ["--sweep.mode=pairwise", "--sweep.pair_bytes=2097152", "--sweep.pair_iters=3",
-            "--sweep.flag_fraction=0.25", "--sweep.fail_fraction=0.1"]
+            "--sweep.flag_fraction=0.08", "--sweep.fail_fraction=0.04"]
 # Rows large enough that a 100 Mbit/s link shows: smaller ones take milliseconds of latency on this
 # fabric whatever the link's rate.
 ACCEPT_SWEEP = ["--sweep.min_bytes=1048576", "--sweep.max_bytes=2097152", "--sweep.iters=3",

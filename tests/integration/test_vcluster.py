@@ -122,6 +122,37 @@ class VirtualCluster(ClusterCase):
         self.assertEqual(whole.returncode, 0, whole)
         self.assertEqual(resumed["train"]["final_digest"], whole.report["train"]["final_digest"])
 
+    def test_acceptance_template_runs_accept_the_drill_and_the_merge(self):
+        # slurm/acceptance.sbatch as shipped, on the small scenario, without a host file: accept
+        # (one rank per node), the drill under the same srun, and report merge.
+        repo = os.path.abspath(os.path.join(SCRIPTS, ".."))
+        out = os.path.join(WORK, "acceptance")
+        template = os.path.join(repo, "slurm", "acceptance.sbatch")
+        submit = run(["sbatch", "--parsable", "-N2", "--ntasks-per-node=1", "--cpus-per-task=1",
+                      "--time=10", f"--export=ALL,TRAINPROOF={self.bin},TRAINPROOF_HOME={repo},"
+                      f"OUT={out},SCENARIO=scenarios/accept-smoke.ini,GATE_FILE=", template,
+                      # A short sweep: every row costs milliseconds of veth latency here.
+                      "--sweep.ops=allreduce", "--sweep.max_bytes=65536", "--sweep.iters=3",
+                      "--sweep.warmup=1", "--sweep.pair_bytes=1048576", "--sweep.pair_iters=2"])
+        self.assertEqual(submit.returncode, 0, submit)
+        job = submit.stdout.strip().split(";")[0]
+        self.addCleanup(run, ["scancel", job])
+        finished = wait_for(lambda: squeue(job) == "", 300)
+        with open(os.path.join(WORK, f"trainproof-accept-{job}.out")) as f:
+            log = f.read()
+        self.assertTrue(finished, log[-4000:])
+        self.assertIn("== 3/3 trainproof report merge", log)
+        with open(os.path.join(out, "acceptance.json")) as f:
+            merged = json.load(f)
+        self.assertIn(merged["verdict"], ("PASS", "WARN"), log[-4000:])
+        self.assertEqual(merged["drill"]["verdict"], "PASS")
+        self.assertEqual([m["kind"] for m in merged["merged_from"]], ["accept", "drill"])
+        self.assertEqual(merged["context"]["hosts"], ["vc-n1", "vc-n2"])
+        checks = {c["name"]: c["status"] for c in merged["gate"]["checks"]}
+        self.assertEqual(checks["restore_digest"], "pass")
+        self.assertEqual(checks["drill"], "pass")
+        self.assertEqual(checks["pairwise_flags"], "n/a")
+
     def test_drill_kills_a_rank_on_the_second_node_and_recovers(self):
         report = os.path.join(WORK, "drill.json")
         drill = run([self.bin, "drill", "--launcher", " ".join(SRUN), "--scenario", self.tiny,
