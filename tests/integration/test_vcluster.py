@@ -7,6 +7,7 @@ at exit, on SIGTERM, and by the ctest fixture slurm.vcluster_teardown if this pr
 import json
 import os
 import re
+import shutil
 import time
 
 from harness import TINY, mpirun
@@ -125,7 +126,14 @@ class VirtualCluster(ClusterCase):
     def test_acceptance_template_runs_accept_the_drill_and_the_merge(self):
         # slurm/acceptance.sbatch as shipped, on the small scenario, without a host file: accept
         # (one rank per node), the drill under the same srun, and report merge.
-        repo = os.path.abspath(os.path.join(SCRIPTS, ".."))
+        # The nodes see the state folder, not a checkout under /tmp: the pieces the template
+        # runs are copied there, laid out as in the repository.
+        source = os.path.abspath(os.path.join(SCRIPTS, ".."))
+        repo = os.path.join(WORK, "repo")
+        for part in ("scripts/acceptance.sh", "slurm/acceptance.sbatch",
+                     "scenarios/accept-smoke.ini"):
+            os.makedirs(os.path.dirname(os.path.join(repo, part)), exist_ok=True)
+            shutil.copy2(os.path.join(source, part), os.path.join(repo, part))
         out = os.path.join(WORK, "acceptance")
         template = os.path.join(repo, "slurm", "acceptance.sbatch")
         submit = run(["sbatch", "--parsable", "-N2", "--ntasks-per-node=1", "--cpus-per-task=1",
