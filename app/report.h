@@ -10,6 +10,7 @@
 
 #include "app/gate.h"
 #include "checkpoint/store.h"
+#include "common/stats.h"
 #include "data/dataset.h"
 #include "mpi/collective_check.h"
 #include "train/step_loop.h"
@@ -74,5 +75,10 @@ struct RunRecord {
 nlohmann::json build_report(const RunRecord& run);
 // The report's data section (part of build_report).
 nlohmann::json data_json(const TrainConfig& config, const DataRecord& data);
+// The report's checkpoint section (part of build_report); `stall` is the checkpoint phase's
+// summary over every rank and step.
+nlohmann::json checkpoint_json(const RunRecord& run, const nlohmann::json& stall);
+// {min, p50, p99, max, mean}: how every section gives a distribution.
+nlohmann::json summary_json(const Summary& summary);
 
 }  // namespace tp
