@@ -184,8 +184,7 @@ json build_run_report(const Invocation& inv, const TrainConfig& cfg, const World
       record_of(cfg, run, std::move(facts), backends.comm->timing_method(cfg.overlap));
   record.topology_reasons = run.topology.judgement.reasons;
   record.context = build_context(context);
-  json report = build_report(record);
-  return report;
+  return build_report(record);
 }
 
 // Leaves no heartbeats behind when the job ends cleanly: at its end, or at an error every rank
