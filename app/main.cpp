@@ -4,11 +4,12 @@
 #include <iostream>
 #include <string>
 
-#include "app/accept_command.h"
-#include "app/build_info.h"
-#include "app/cli.h"
-#include "app/drill_command.h"
+#include "app/accept/accept_command.h"
+#include "app/cli/build_info.h"
+#include "app/cli/cli.h"
+#include "app/drill/drill_command.h"
 #include "app/prepare_command.h"
+#include "app/report_command.h"
 #include "app/sweep_command.h"
 #include "app/train_command.h"
 #include "common/errors.h"

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "app/mpi_command.h"
+#include "app/cli/mpi_command.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/sysinfo.h"

@@ -1,5 +1,5 @@
 #pragma once
-#include "app/cli.h"
+#include "app/cli/cli.h"
 
 namespace tp {
 

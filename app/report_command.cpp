@@ -1,19 +1,19 @@
 // `trainproof report FILE`: reprints a report's summary; the exit code follows its verdict.
-// `trainproof report compare GOLDEN NEW`: each metric of NEW against GOLDEN (app/report_compare.h).
-// `trainproof report merge A B ... --report OUT`: one acceptance's stage reports joined, with its
-// verdict recomputed (app/report_merge.h).
-// The file is input like any other: checked before it is opened, read, and shown inert.
+// `trainproof report compare GOLDEN NEW`: each metric of NEW against GOLDEN
+// (app/judge/report_compare.h). `trainproof report merge A B ... --report OUT`: one acceptance's
+// stage reports joined, with its verdict recomputed (app/judge/report_merge.h). The file is input
+// like any other: checked before it is opened, read, and shown inert.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
-#include "app/report.h"
-#include "app/report_compare.h"
-#include "app/report_merge.h"
-#include "app/report_text.h"
-#include "app/summary.h"
-#include "app/summary_parts.h"
-#include "app/train_command.h"
+#include "app/judge/report_compare.h"
+#include "app/judge/report_merge.h"
+#include "app/report/report.h"
+#include "app/report/report_text.h"
+#include "app/report/summary.h"
+#include "app/report/summary_parts.h"
+#include "app/report_command.h"
 #include "common/errors.h"
 #include "common/files.h"
 

@@ -1,6 +1,6 @@
 #pragma once
 // mpiCheck(call): an MPI error becomes a RuntimeError naming the call, file and line; the handler
-// in app/train_command.cpp adds the rank and host.
+// of run_mpi_command (app/cli/mpi_command.cpp) adds the rank and host.
 // MPI_COMM_WORLD is set to MPI_ERRORS_RETURN at start-up, so errors reach this check instead of
 // aborting inside the library with no context.
 #include <mpi.h>

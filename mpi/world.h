@@ -56,7 +56,7 @@ std::string first_problem_named(const World& world, const std::string& mine);
 
 // "Check locally, agree across ranks, throw": every rank throws the same `Error` (UsageError,
 // EnvironmentError) carrying the first rank's problem, or none throws. Only errors agreed this
-// way end a run with a clean exit code; see app/mpi_command.h.
+// way end a run with a clean exit code; see app/cli/mpi_command.h.
 template <class Error>
 void agree_or_throw(const World& world, const std::string& mine) {
   if (std::string first = first_problem_named(world, mine); !first.empty()) throw Error(first);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when a function in app/*.cpp is longer than .clang-tidy allows (readability-function-size,
+# Fails when a function in app/**/*.cpp is longer than .clang-tidy allows (readability-function-size,
 # LineThreshold). Reads the compile flags from BUILD_DIR/compile_commands.json, so run it after a
 # build: scripts/function-size.sh [BUILD_DIR] (default build/, or $TRAINPROOF_BUILD_DIR).
 set -euo pipefail
@@ -47,25 +47,53 @@ if "$tidy" "${tidy_args[@]}" "$work/long.cpp" -- -std=c++20 >"$work/long.out" 2>
   exit 1
 fi
 
-files=()
+# One clang-tidy per room of app/ (docs/architecture.md, "Rooms of app/"), not per file: each
+# room's .cpp files are read as one translation unit, as the unity build compiles them, so the
+# heavy headers are parsed once a room instead of once a file. --header-filter makes the
+# functions of every included .cpp count, and nothing else (headers are not checked).
+rooms=()
 while IFS= read -r f; do
-  if [ -f "$f" ]; then files+=("$f"); fi  # git lists files deleted in the working tree too
-done < <(git ls-files --cached --others --exclude-standard 'app/*.cpp')
-log_of() { echo "$work/${1//\//_}.log"; }
-# One clang-tidy per file, as many at once as there are CPUs, each into its own log so that the
-# reports do not interleave.
-for f in "${files[@]}"; do
+  [ -f "$f" ] || continue  # git lists files deleted in the working tree too
+  room=$(dirname "$f")
+  [ -e "$work/room.${room//\//_}" ] || rooms+=("$room")
+  echo "#include \"$PWD/$f\"" >>"$work/room.${room//\//_}"
+done < <(git ls-files --cached --others --exclude-standard 'app/*.cpp' | sort)
+
+# The compile flags of the app/ rooms are alike (they share their libraries' interfaces); take
+# one room's from the compilation database, without its output and input.
+mapfile -t flags < <(python3 - "$build_dir/compile_commands.json" <<'PY'
+import json, shlex, sys
+for entry in json.load(open(sys.argv[1])):
+    if "/app/" not in entry["file"] and "/app/" not in entry.get("output", ""):
+        continue
+    args = shlex.split(entry["command"])[1:]
+    keep, skip = [], False
+    for a in args:
+        if skip: skip = False; continue
+        if a in ("-o", "-c"): skip = True; continue
+        if a.startswith(("-W", "-f")) and a not in ("-fPIC",): continue
+        keep.append(a)
+    print("\n".join(keep)); break
+PY
+)
+[ ${#flags[@]} -gt 0 ] || { echo "function-size: no app/ entry in $build_dir/compile_commands.json" >&2; exit 1; }
+
+count=0
+for room in "${rooms[@]}"; do
+  unit=$work/${room//\//_}.cpp
+  mv "$work/room.${room//\//_}" "$unit"
+  count=$((count + $(wc -l <"$unit")))
   while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
-  { "$tidy" "${tidy_args[@]}" -p "$build_dir" "$f" >"$(log_of "$f")" 2>&1 ||
-    touch "$work/failed"; } &
+  { "$tidy" "${tidy_args[@]}" --header-filter="^$PWD/app/.*\.cpp\$" "$unit" -- "${flags[@]}" -w \
+      >"$unit.log" 2>&1 || touch "$work/failed"; } &
 done
 wait
 
-for f in "${files[@]}"; do
-  grep -E "error:|note: [0-9]+ lines|Error while" "$(log_of "$f")" || true
+for room in "${rooms[@]}"; do
+  grep -E "error:|note: [0-9]+ lines|Error while" "$work/${room//\//_}.cpp.log" || true
 done
 if [ -e "$work/failed" ]; then
   echo "function-size: FAIL: functions over $threshold lines in app/, or clang-tidy errors" >&2
   exit 1
 fi
-echo "function-size: ${#files[@]} files in app/, no function over $threshold lines"
+echo "function-size: $count files in ${#rooms[@]} rooms of app/, no function over $threshold lines"

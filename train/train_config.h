@@ -1,5 +1,5 @@
 #pragma once
-// Everything the step loop needs, resolved from options (app/cli.cpp) and validated.
+// Everything the step loop needs, resolved from options (app/cli/cli.cpp) and validated.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "app/accept_config.h"
+#include "app/accept/accept_config.h"
 
 namespace tp::test {
 

@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "app/accept_config.h"
-#include "app/accept_gate.h"
-#include "app/accept_preflight.h"
-#include "app/accept_report.h"
-#include "app/accept_restore.h"
-#include "app/cli.h"
-#include "app/cli_options.h"
-#include "app/gate.h"
-#include "app/job_report.h"
+#include "app/accept/accept_config.h"
+#include "app/accept/accept_gate.h"
+#include "app/accept/accept_preflight.h"
+#include "app/accept/accept_report.h"
+#include "app/accept/accept_restore.h"
+#include "app/cli/cli.h"
+#include "app/cli/cli_options.h"
+#include "app/job/job_report.h"
+#include "app/report/gate.h"
 #include "common/errors.h"
 
 namespace {
@@ -31,7 +31,7 @@ using Sources = std::map<std::string, std::string>;
 
 // accept_config_from
 
-po::variables_map parse(const std::vector<std::string>& args) {
+po::variables_map parse_accept_options(const std::vector<std::string>& args) {
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(tp::option_registry()).run(), vm);
   po::notify(vm);
@@ -47,7 +47,7 @@ Sources from_command_line(const std::vector<std::string>& args) {
 }
 
 tp::AcceptConfig accept(const std::vector<std::string>& args, const Sources& sources) {
-  const po::variables_map vm = parse(args);
+  const po::variables_map vm = parse_accept_options(args);
   return tp::accept_config_from(vm, sources, tp::train_config_from(vm));
 }
 tp::AcceptConfig accept(const std::vector<std::string>& args) {

@@ -8,15 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "app/accept_config.h"
-#include "app/accept_gate.h"
-#include "app/accept_preflight.h"
-#include "app/accept_report.h"
-#include "app/accept_restore.h"
-#include "app/cli.h"
-#include "app/cli_options.h"
-#include "app/gate.h"
-#include "app/job_report.h"
+#include "app/accept/accept_config.h"
+#include "app/accept/accept_gate.h"
+#include "app/accept/accept_preflight.h"
+#include "app/accept/accept_report.h"
+#include "app/accept/accept_restore.h"
+#include "app/cli/cli.h"
+#include "app/cli/cli_options.h"
+#include "app/job/job_report.h"
+#include "app/judge/baseline.h"
+#include "app/report/gate.h"
 #include "common/errors.h"
 #include "tests/unit/accept_fixtures.h"
 

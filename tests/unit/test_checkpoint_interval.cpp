@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "app/checkpoint_interval.h"
+#include "app/job/checkpoint_interval.h"
 
 namespace {
 

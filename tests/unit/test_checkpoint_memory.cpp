@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "app/backend_selection.h"
+#include "app/stages/backend_selection.h"
 #include "checkpoint/memory_need.h"
 
 namespace {

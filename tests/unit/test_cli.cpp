@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "app/cli.h"
+#include "app/cli/cli.h"
 #include "common/errors.h"
 #include "train/faults.h"
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "app/context.h"
+#include "app/report/context.h"
 #include "common/sysinfo.h"
 
 TEST(Context, KeepsLauncherVariablesAndRedactsSecrets) {

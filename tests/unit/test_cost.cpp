@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "app/cli_options.h"
-#include "app/cost.h"
+#include "app/cli/cli_options.h"
+#include "app/job/cost.h"
 #include "common/errors.h"
 
 namespace {
@@ -240,7 +240,7 @@ TEST(Cost, SummaryHeadlineAndLossesLargestFirst) {
   EXPECT_EQ(lines[4], "  lost to warmup: 0.075 (30 s)");
 }
 
-po::variables_map parse(std::vector<std::string> args) {
+po::variables_map parse_options(std::vector<std::string> args) {
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(tp::option_registry()).run(), vm);
   po::notify(vm);
@@ -249,7 +249,7 @@ po::variables_map parse(std::vector<std::string> args) {
 
 std::string usage_error(std::vector<std::string> args) {
   try {
-    tp::cost_rates_from(parse(std::move(args)));
+    tp::cost_rates_from(parse_options(std::move(args)));
   } catch (const tp::UsageError& e) {
     return e.what();
   }
@@ -257,15 +257,15 @@ std::string usage_error(std::vector<std::string> args) {
 }
 
 TEST(Cost, RatesAreReadFromTheOptions) {
-  const tp::CostRates r =
-      tp::cost_rates_from(parse({"--cost.node_hour=3.2", "--cost.overhead_fraction=0.1",
-                                 "--cost.failures_per_node_day=0.01", "--cost.currency=EUR"}));
+  const tp::CostRates r = tp::cost_rates_from(
+      parse_options({"--cost.node_hour=3.2", "--cost.overhead_fraction=0.1",
+                     "--cost.failures_per_node_day=0.01", "--cost.currency=EUR"}));
   EXPECT_EQ(r.node_hour, 3.2);
   EXPECT_EQ(r.overhead_fraction, 0.1);
   EXPECT_EQ(r.failures_per_node_day, 0.01);
   EXPECT_EQ(r.currency, "EUR");
   EXPECT_TRUE(r.priced());
-  EXPECT_FALSE(tp::cost_rates_from(parse({})).priced()) << "every rate defaults to 0";
+  EXPECT_FALSE(tp::cost_rates_from(parse_options({})).priced()) << "every rate defaults to 0";
 }
 
 TEST(Cost, BadRatesAreUsageErrorsNamingTheOption) {

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
-#include "app/drill_classify.h"
+#include "app/drill/drill_classify.h"
 
 namespace {
 
-tp::HeartbeatRecord beat(int rank, int64_t step, const char* phase) {
+tp::HeartbeatRecord beat_on_host(int rank, int64_t step, const char* phase) {
   tp::HeartbeatRecord record;
   record.rank = rank;
   record.step = step;
@@ -31,7 +31,7 @@ tp::FiredFault fired(const char* kind, int rank, int64_t step, const char* phase
 // A two-rank launch that died at step 10: rank 1 in compute, rank 0 waiting in comm.
 tp::LaunchEvidence died_at_step_10() {
   tp::LaunchEvidence evidence;
-  evidence.heartbeats = {beat(0, 10, "comm"), beat(1, 10, "compute")};
+  evidence.heartbeats = {beat_on_host(0, 10, "comm"), beat_on_host(1, 10, "compute")};
   evidence.exit_code = 137;
   evidence.run_dir = "/drill/run-0";
   evidence.end_unix = 102.5;

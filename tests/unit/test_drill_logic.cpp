@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "app/drill_logic.h"
+#include "app/drill/drill_logic.h"
 #include "checkpoint/store.h"
 #include "common/errors.h"
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "app/drill_summary.h"
-#include "app/report.h"
+#include "app/drill/drill_summary.h"
+#include "app/report/report.h"
 
 namespace {
 

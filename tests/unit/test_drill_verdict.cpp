@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "app/drill_verdict.h"
+#include "app/drill/drill_verdict.h"
 
 namespace {
 

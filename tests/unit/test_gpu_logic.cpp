@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "app/context.h"
+#include "app/report/context.h"
 #include "gpu/gpu_loader.h"
 
 TEST(GpuLogic, VersionStrings) {

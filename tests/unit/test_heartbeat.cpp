@@ -4,7 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "app/train_setup.h"
+#include "app/stages/train_setup.h"
 #include "train/culprits.h"
 #include "train/heartbeat.h"
 #include "train/watchdog.h"

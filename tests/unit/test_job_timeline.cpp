@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "app/job_timeline.h"
+#include "app/job/job_timeline.h"
 
 namespace {
 

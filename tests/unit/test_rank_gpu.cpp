@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "app/rank_gpu.h"
+#include "app/report/rank_gpu.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "app/redact.h"
+#include "app/report/redact.h"
 
 #include <gtest/gtest.h>
 

@@ -4,12 +4,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "app/report.h"
+#include "app/report/report.h"
 
-#include "app/cost.h"
-#include "app/job_report.h"
-#include "app/job_timeline.h"
-#include "app/summary.h"
+#include "app/job/cost.h"
+#include "app/job/job_report.h"
+#include "app/job/job_timeline.h"
+#include "app/report/summary.h"
 #include "tests/unit/golden.h"
 
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "app/report_buckets.h"
+#include "app/report/report_buckets.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "app/report_compare.h"
+#include "app/judge/report_compare.h"
 #include "tests/unit/golden.h"
 
 namespace {

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
-#include "app/report_merge.h"
+#include "app/judge/report_merge.h"
 
-#include "app/cost.h"
-#include "app/job_report.h"
-#include "app/thresholds.h"
+#include "app/job/cost.h"
+#include "app/job/job_report.h"
+#include "app/judge/thresholds.h"
 #include "common/errors.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "app/report_text.h"
+#include "app/report/report_text.h"
 
 #include <gtest/gtest.h>
 

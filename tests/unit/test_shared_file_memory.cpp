@@ -14,7 +14,7 @@ using namespace tp::test;
 
 // 4M elements per tensor, Adam: 48 MiB of state, 12288 pages; far beyond HDF5's own small
 // allocations, and far more than a save that copies or zero-fills a state-sized buffer avoids.
-tp::TrainingState large_state(int64_t step) {
+tp::TrainingState large_adam_state(int64_t step) {
   constexpr size_t kLarge = size_t(4) << 20;
   tp::TrainingState s;
   s.step = step;
@@ -34,7 +34,7 @@ class SharedFileMemory : public CheckpointStore {
 };
 
 TEST_F(SharedFileMemory, SecondSaveFaultsInNoMemoryInProportionToTheState) {
-  tp::TrainingState state = large_state(1);
+  tp::TrainingState state = large_adam_state(1);
   auto writer = store();
   writer.save(state);  // the first save may touch what the run keeps (HDF5, MPI-IO)
   state.step = 2;

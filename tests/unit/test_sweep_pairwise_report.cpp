@@ -1,9 +1,9 @@
 // The pairwise pass in the report: flags once per node and direction, the second pass's verdict on
-// each flagged node, and the checks that set the verdict (app/sweep_pairwise_report.h).
+// each flagged node, and the checks that set the verdict (app/stages/sweep_pairwise_report.h).
 #include <gtest/gtest.h>
 
-#include "app/sweep_pairwise_report.h"
-#include "app/sweep_report.h"
+#include "app/stages/sweep_pairwise_report.h"
+#include "app/stages/sweep_report.h"
 
 namespace {
 

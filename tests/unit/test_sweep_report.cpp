@@ -1,8 +1,8 @@
-// The sweep report's verdict and summary figures from typed records (app/sweep_report.h).
+// The sweep report's verdict and summary figures from typed records (app/stages/sweep_report.h).
 #include <gtest/gtest.h>
 
-#include "app/sweep_report.h"
-#include "app/sweep_summary.h"
+#include "app/report/sweep_summary.h"
+#include "app/stages/sweep_report.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "app/gate.h"
-#include "app/thresholds.h"
+#include "app/judge/thresholds.h"
+#include "app/report/gate.h"
 
 namespace {
 

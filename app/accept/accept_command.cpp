@@ -1,0 +1,186 @@
+// `trainproof accept`: the acceptance run as a sequence of named stages, each run again on a
+// failure up to gate.retries times, gathered into one report with one verdict
+// (docs/acceptance.md).
+#include "app/accept/accept_command.h"
+
+#include <mpi.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "app/accept/accept_config.h"
+#include "app/accept/accept_preflight.h"
+#include "app/accept/accept_report.h"
+#include "app/accept/accept_restore.h"
+#include "app/cli/mpi_command.h"
+#include "app/job/job_report.h"
+#include "app/judge/baseline.h"
+#include "app/report/gate.h"
+#include "app/report/report_text.h"
+#include "app/report/summary.h"
+#include "app/stages/sweep_stage.h"
+#include "app/stages/train_stage.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "mpi/check.h"
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+
+struct AcceptInputs {
+  const Invocation& inv;
+  AcceptConfig accept;
+  TrainConfig train;
+  SweepConfig sweep;
+  CostRates rates;
+  Baseline baseline;
+};
+
+// What the stages leave for the report, on rank 0; digest and step on every rank.
+struct AcceptRun {
+  std::vector<StageAttempt> attempts;
+  json partial = json::object();  // every section so far, for judging a stage's thresholds
+  json context, preflight_nodes;
+  std::optional<TrainStage> trained;
+  bool preempted = false;
+  JobClock job = JobClock::since_process_start();
+};
+
+// The report sections a train or sweep report contributes (its context, verdict and checks are
+// the accept report's own).
+json sections_of(const json& report, std::initializer_list<const char*> keys) {
+  json sections = json::object();
+  for (const char* key : keys)
+    if (report.contains(key)) sections[key] = report[key];
+  return sections;
+}
+
+// The stage's own checks, less those another stage or a threshold judges in an accept run.
+json own_checks(const json& report, const AcceptInputs& in) {
+  json checks = json::array();
+  for (const json& c : report["gate"]["checks"]) {
+    const std::string name = c.value("name", "");
+    if (name == "topology" && in.accept.runs("preflight")) continue;
+    if (name == "straggler_score") continue;  // gate.min_straggler_score judges it, with its source
+    checks.push_back(c);
+  }
+  return checks;
+}
+
+StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun& run) {
+  PreflightStage p = preflight_stage(in.train, world);
+  run.job.mark("preflight");
+  run.preflight_nodes = p.nodes;
+  return {"preflight", 1, {{"preflight", p.section}}, p.checks};
+}
+
+StageAttempt run_sweep(const AcceptInputs& in, const World& world, AcceptRun& run,
+                       const std::string& mode) {
+  SweepConfig cfg = in.sweep;
+  cfg.mode = mode;
+  TrainConfig train = in.train;
+  train.preflight_topology = train.preflight_topology && !in.accept.runs("preflight");
+  if (mode == "pairwise" && world.hosts.size() < 2)
+    return {"pairwise", 1, json::object(),
+            json::array({gate_check("pairwise", nullptr, nullptr, "n/a",
+                                    "the job spans one node: there is no pair of nodes")})};
+  const json report = sweep_stage(in.inv, cfg, train, world);
+  run.job.mark(mode == "pairwise" ? "pairwise" : "sweep");
+  if (world.rank != 0) return {mode == "pairwise" ? "pairwise" : "sweep", 1, {}, {}};
+  if (run.context.is_null()) run.context = report["context"];
+  // Its nodes stand when no training stage gives the richer ones.
+  return {mode == "pairwise" ? "pairwise" : "sweep", 1, sections_of(report, {"sweep", "nodes"}),
+          own_checks(report, in)};
+}
+
+StageAttempt run_train(const AcceptInputs& in, const World& world, AcceptRun& run) {
+  TrainConfig cfg = in.train;
+  cfg.preflight_topology = cfg.preflight_topology && !in.accept.runs("preflight");
+  run.trained = train_stage(in.inv, cfg, world, run.job);
+  run.preempted = run.trained->preempted;
+  if (world.rank != 0) return {"train", 1, {}, {}};
+  const json& report = run.trained->report;
+  run.context = report["context"];  // the richest: training's backends, GPUs and warnings
+  return {"train", 1, sections_of(report, {"train", "checkpoint", "data", "ranks", "nodes"}),
+          own_checks(report, in)};
+}
+
+StageAttempt run_restore(const AcceptInputs& in, const World& world, AcceptRun& run) {
+  RestoreStage r = restore_stage(in.train, world, *run.trained);
+  run.job.mark("cold_restore");
+  return {"restore", 1, {{"restore", r.section}}, r.checks};
+}
+
+StageAttempt run_once(const std::string& stage, const AcceptInputs& in, const World& world,
+                      AcceptRun& run) {
+  if (world.rank == 0) spdlog::info("accept: stage {}", stage);
+  if (stage == "preflight") return run_preflight(in, world, run);
+  if (stage == "sweep") return run_sweep(in, world, run, "collectives");
+  if (stage == "pairwise") return run_sweep(in, world, run, "pairwise");
+  if (stage == "train") return run_train(in, world, run);
+  return run_restore(in, world, run);
+}
+
+// Runs a stage, and again while it fails and retries are left; every attempt is kept.
+void run_stage(const std::string& stage, const AcceptInputs& in, const World& world,
+               AcceptRun& run) {
+  for (int attempt = 1;; ++attempt) {
+    StageAttempt a = run_once(stage, in, world, run);
+    a.attempt = attempt;
+    int again = 0;
+    if (world.rank == 0) {
+      add_sections(run.partial, a.sections);
+      a.threshold_checks = stage_threshold_checks(in.accept, stage, run.partial, attempt);
+      again = attempt <= in.accept.retries &&
+              stage_failed(in.accept, stage, run.partial, a.checks) && !run.preempted;
+      if (again)
+        spdlog::warn("accept: stage {} failed on attempt {}; running it again ({} of {} retries)",
+                     stage, attempt, attempt, in.accept.retries);
+      run.attempts.push_back(std::move(a));
+    }
+    mpiCheck(MPI_Bcast(&again, 1, MPI_INT, 0, world.comm));
+    if (!again) return;
+  }
+}
+
+int accept_on_world(const AcceptInputs& in, const World& world) {
+  AcceptRun run;
+  run.job.mark(kLaunch);
+  agree_report_path_writable(in.inv.options["report"].as<std::string>(), world);
+  for (const std::string& stage : in.accept.stages) {
+    run_stage(stage, in, world, run);
+    if (run.preempted) break;
+  }
+  json job_sections = {
+      {"job",
+       gather_job_section(world, run.job, run.trained ? run.trained->sums : StepPhaseSums{})}};
+  json report;
+  if (world.rank == 0) {
+    json context = run.context.is_null() ? json::object() : run.context;
+    if (!run.preflight_nodes.is_null()) context["nodes"] = run.preflight_nodes;
+    add_sections(run.partial, job_sections);
+    job_sections["cost"] = cost_json(in.rates, cost_inputs_from(run.partial));
+    report = accept_report(in.accept, run.attempts, job_sections, context, in.baseline.golden);
+  }
+  return publish_report(in.inv, report, world, run.preempted);
+}
+
+}  // namespace
+
+int run_accept(const Invocation& inv) {
+  // Usage errors before MPI starts: a threshold no selected stage measures included.
+  const TrainConfig train = train_config_from(inv.options);
+  AcceptInputs in{inv,
+                  accept_config_from(inv.options, inv.option_source, train),
+                  train,
+                  sweep_config_from(inv.options),
+                  cost_rates_from(inv.options),
+                  baseline_from(inv.options)};
+  return run_mpi_command(training_command("accept", inv, train),
+                         [&](World& world) { return accept_on_world(in, world); });
+}
+
+}  // namespace tp

@@ -1,0 +1,215 @@
+#include "app/accept/accept_gate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+#include "app/report/gate.h"
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+
+const json* find_path(const json& report, std::initializer_list<const char*> keys) {
+  const json* at = &report;
+  for (const char* key : keys) {
+    if (!at->is_object()) return nullptr;
+    const auto found = at->find(key);
+    if (found == at->end() || found->is_null()) return nullptr;
+    at = &*found;
+  }
+  return at;
+}
+
+std::optional<double> number_at(const json& report, std::initializer_list<const char*> keys) {
+  const json* at = find_path(report, keys);
+  return at && at->is_number() ? std::optional(at->get<double>()) : std::nullopt;
+}
+
+std::string bytes_text(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", bytes);
+  return text;
+}
+
+// The in-place row of `op` that gate.busbw_bytes is judged at: the smallest not below it, else
+// the largest the sweep ran.
+const json* busbw_row(const json& results, const std::string& op, int64_t bytes) {
+  const json* best = nullptr;
+  for (const json& row : results) {
+    if (row.value("op", "") != op || !row.value("in_place", false) ||
+        row.value("group", "") != "world" || !row.value("not_run", std::string()).empty() ||
+        !row.contains("busbw_gbps") || !row["busbw_gbps"].is_number() || !row.contains("bytes"))
+      continue;
+    const int64_t b = row["bytes"];
+    if (!best) {
+      best = &row;
+      continue;
+    }
+    const int64_t have = (*best)["bytes"];
+    const bool fits = b >= bytes, had_fit = have >= bytes;
+    if ((fits && (!had_fit || b < have)) || (!fits && !had_fit && b > have)) best = &row;
+  }
+  return best;
+}
+
+json busbw_checks(const GateThreshold& t, const json& report, double margin, bool retried,
+                  int64_t bytes) {
+  json checks = json::array();
+  const json* results = find_path(report, {"sweep", "results"});
+  std::vector<std::string> ops;
+  // The operations data-parallel training runs, whose bus bandwidths are comparable to one
+  // threshold (nccl-tests' busbw); alltoall, broadcast and sendrecv are reported, not gated.
+  static const std::set<std::string> gated = {"allreduce", "allgather", "reducescatter"};
+  if (results)
+    for (const json& row : *results)
+      if (gated.count(row.value("op", "")) &&
+          std::find(ops.begin(), ops.end(), row.value("op", "")) == ops.end())
+        ops.push_back(row.value("op", ""));
+  for (const std::string& op : ops) {
+    Threshold named = t.threshold;
+    named.check += "." + op;
+    Measurement m{std::nullopt, "GB/s", "sweep " + op, "", "sweep", "", retried};
+    if (const json* row = busbw_row(*results, op, bytes)) {
+      m.value = (*row)["busbw_gbps"].get<double>();
+      m.detail = "in-place busbw at " + bytes_text((*row)["bytes"].get<double>()) + " bytes";
+    } else {
+      m.why_not = "the sweep ran no in-place row of " + op;
+    }
+    checks.push_back(judge_threshold(named, m, margin));
+  }
+  if (checks.empty()) {
+    Measurement m{std::nullopt, "GB/s", "", "", "sweep", "", retried};
+    m.why_not = "the sweep measured no operation";
+    checks.push_back(judge_threshold(t.threshold, m, margin));
+  }
+  return checks;
+}
+
+// The slowest pair of nodes of any rail, one direction at a time.
+Measurement slowest_pair(const json& report) {
+  Measurement m{std::nullopt, "GB/s", "",   "slowest pair of nodes, one direction at a time",
+                "pairwise",   "",     false};
+  const json* rails = find_path(report, {"sweep", "pairwise", "rails"});
+  if (!rails) return m;
+  double least = std::numeric_limits<double>::infinity();
+  for (const json& rail : *rails) {
+    if (!rail.contains("hosts") || !rail.contains("one_way_gbps")) continue;
+    const json& hosts = rail["hosts"];
+    const json& matrix = rail["one_way_gbps"];
+    for (size_t a = 0; a < matrix.size(); ++a)
+      for (size_t b = 0; b < matrix[a].size(); ++b)
+        if (a != b && matrix[a][b].is_number() && matrix[a][b].get<double>() < least) {
+          least = matrix[a][b];
+          m.where = "nodes " + hosts[a].get<std::string>() + " to " + hosts[b].get<std::string>();
+        }
+  }
+  if (least < std::numeric_limits<double>::infinity()) m.value = least;
+  return m;
+}
+
+Measurement weakest_rank(const json& report) {
+  Measurement m{std::nullopt, "", "",   "lowest straggler score (1 is the median rank)",
+                "train",      "", false};
+  const json* ranks = find_path(report, {"ranks"});
+  if (!ranks) return m;
+  for (const json& r : *ranks)
+    if (r.contains("straggler_score") && r["straggler_score"].is_number() &&
+        (!m.value || r["straggler_score"].get<double>() < *m.value)) {
+      m.value = r["straggler_score"].get<double>();
+      m.where = "rank " + std::to_string(r.value("rank", -1)) + " (" + r.value("host", "") + ")";
+    }
+  return m;
+}
+
+Measurement exposed_fraction(const json& report) {
+  Measurement m{std::nullopt, "", "", "comm_exposed p50 over step p50", "train", "", false};
+  const auto exposed = number_at(report, {"train", "phases", "comm_exposed", "p50"});
+  const auto step = number_at(report, {"train", "phases", "step", "p50"});
+  if (exposed && step && *step > 0) m.value = *exposed / *step;
+  return m;
+}
+
+// What the threshold's stage measured for it, read from the report.
+Measurement measure(const GateThreshold& t, const json& report) {
+  const std::string& c = t.threshold.check;
+  if (c == "min_pair_gbps") return slowest_pair(report);
+  if (c == "min_straggler_score") return weakest_rank(report);
+  if (c == "max_comm_exposed_fraction") return exposed_fraction(report);
+  struct Source {
+    const char* check;
+    std::initializer_list<const char*> path;
+    const char* unit;
+    const char* detail;
+  };
+  static const Source sources[] = {
+      {"max_step_cv", {"train", "step_cv"}, "", "stddev / mean of the step time"},
+      {"min_au", {"train", "au"}, "", "compute p50 / step p50"},
+      {"min_ckpt_write_gbps", {"checkpoint", "write_gbps"}, "GB/s", "aggregate checkpoint write"},
+      {"max_ckpt_stall_fraction", {"checkpoint", "stall_fraction"}, "", "checkpoint stall"},
+      {"min_goodput", {"job", "goodput"}, "", "productive time over wall time"},
+      {"min_restore_gbps", {"restore", "gbps"}, "GB/s", "cold restore of the last checkpoint"},
+      {"max_restore_s", {"restore", "seconds"}, "s", "cold restore of the last checkpoint"},
+      {"max_rto_s", {"drill", "rto_s"}, "s", "worst recovery time"},
+      {"max_rpo_steps", {"drill", "rpo_steps"}, "", "steps lost, worst failure"},
+  };
+  for (const Source& s : sources)
+    if (c == s.check)
+      return {number_at(report, s.path), s.unit, t.stage, s.detail, t.stage, "", false};
+  return {std::nullopt, "", "", "", t.stage, "", false};
+}
+
+}  // namespace
+
+json judge_thresholds(const AcceptConfig& config, const json& report,
+                      const StageAttempts& attempts) {
+  json checks = json::array();
+  for (const GateThreshold& t : config.thresholds) {
+    const auto ran = attempts.find(t.stage);
+    const bool retried = ran != attempts.end() && ran->second > 1;
+    if (t.threshold.check == "min_busbw_gbps" && ran != attempts.end()) {
+      for (json& check : busbw_checks(t, report, config.warn_margin, retried, config.busbw_bytes))
+        checks.push_back(std::move(check));
+      continue;
+    }
+    Measurement m = measure(t, report);
+    m.passed_on_retry = retried;
+    if (ran == attempts.end()) {
+      m.value.reset();
+      if (t.stage == "drill") m.why_not = "the drill is judged when report merge joins its report";
+    } else if (!m.value) {
+      m.why_not = "stage " + t.stage + " ran but did not measure the " + t.metric;
+    }
+    json check = judge_threshold(t.threshold, m, config.warn_margin);
+    if (t.advisory && check["status"] == "fail") {
+      check["status"] = "warn";
+      check["reason"] =
+          check["reason"].get<std::string>() + "; a default, so WARN (set it to make it a gate)";
+    }
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
+json stage_threshold_checks(const AcceptConfig& config, const std::string& stage,
+                            const json& report, int attempt) {
+  AcceptConfig only = config;
+  only.thresholds.clear();
+  for (const GateThreshold& t : config.thresholds)
+    if (t.stage == stage) only.thresholds.push_back(t);
+  return judge_thresholds(only, report, {{stage, attempt}});
+}
+
+bool stage_failed(const AcceptConfig& config, const std::string& stage, const json& report,
+                  const json& stage_checks) {
+  for (const json& c : stage_checks)
+    if (c.value("status", "") == "fail") return true;
+  for (const json& c : stage_threshold_checks(config, stage, report, 1))
+    if (c.value("status", "") == "fail") return true;
+  return false;
+}
+
+}  // namespace tp

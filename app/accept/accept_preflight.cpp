@@ -1,0 +1,130 @@
+#include "app/accept/accept_preflight.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "app/report/gate.h"
+#include "app/stages/backend_selection.h"
+#include "app/stages/topology_facts.h"
+#include "mpi/gather.h"
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string errno_text(const std::string& what, const std::string& path) {
+  return what + " '" + path + "': " + std::strerror(errno);
+}
+
+}  // namespace
+
+FolderProbe probe_checkpoint_folder(const std::string& dir, int rank) {
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return {"cannot create '" + dir + "': " + ec.message(), 0};
+  const std::string path = dir + "/.trainproof-accept-probe-" + std::to_string(rank);
+  const std::string text = "trainproof probe from rank " + std::to_string(rank) + "\n";
+  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0600);
+  if (fd < 0) return {errno_text("cannot create", path), 0};
+  std::string problem;
+  char back[128] = {};
+  if (::write(fd, text.data(), text.size()) != ssize_t(text.size()))
+    problem = errno_text("cannot write", path);
+  else if (::fsync(fd) != 0)
+    problem = errno_text("cannot fsync", path);
+  else if (::pread(fd, back, sizeof back, 0) != ssize_t(text.size()) ||
+           std::memcmp(back, text.data(), text.size()) != 0)
+    problem = "'" + path + "' did not read back what was written";
+  ::close(fd);
+  if (::unlink(path.c_str()) != 0 && problem.empty()) problem = errno_text("cannot delete", path);
+  return {problem, seconds_since(start)};
+}
+
+FolderProbe probe_data_folder(const std::string& dir) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string index = dir + "/index.json";
+  const int fd = ::open(index.c_str(), O_RDONLY);
+  if (fd < 0) return {errno_text("cannot open the dataset's index", index), 0};
+  char byte = 0;
+  const bool read_one = ::read(fd, &byte, 1) == 1;
+  ::close(fd);
+  if (!read_one) return {"the dataset's index '" + index + "' is empty", 0};
+  return {"", seconds_since(start)};
+}
+
+json folder_probe_check(const std::vector<std::string>& roles,
+                        const std::vector<std::vector<FolderProbe>>& by_rank,
+                        const std::vector<std::string>& host_of_rank) {
+  int failed = 0;
+  std::string first;
+  for (size_t r = 0; r < by_rank.size(); ++r)
+    for (size_t f = 0; f < by_rank[r].size(); ++f)
+      if (!by_rank[r][f].problem.empty()) {
+        if (first.empty())
+          first = "rank " + std::to_string(r) + " (" + host_of_rank[r] + "), " + roles[f] + ": " +
+                  by_rank[r][f].problem;
+        ++failed;
+      }
+  if (roles.empty())
+    return gate_check("folder_probe", nullptr, 0, "n/a", "no checkpoint.dir or data.dir to probe");
+  return gate_check("folder_probe", failed, 0, failed == 0 ? "pass" : "fail",
+                    failed == 0 ? "every rank wrote, synced, read back and deleted a file in "
+                                  "each checkpoint folder and read each dataset's index"
+                                : std::to_string(failed) + " probe(s) failed; first: " + first);
+}
+
+PreflightStage preflight_stage(const TrainConfig& config, const World& world) {
+  const Backends backends = select_backends(config, world, nullptr);
+  const TopologyPreflight topology = run_topology_preflight(config, world, backends);
+  std::vector<std::string> roles;
+  std::vector<FolderProbe> mine;
+  if (!config.checkpoint_dir.empty()) {
+    roles.push_back("checkpoint.dir " + config.checkpoint_dir);
+    mine.push_back(probe_checkpoint_folder(config.checkpoint_dir, world.rank));
+  }
+  if (!config.data.dir.empty()) {
+    roles.push_back("data.dir " + config.data.dir);
+    mine.push_back(probe_data_folder(config.data.dir));
+  }
+  json probes = json::array();
+  for (const FolderProbe& p : mine) probes.push_back({{"problem", p.problem}, {"s", p.seconds}});
+  const std::vector<json> all = gather_records_at_root(world, probes);
+  PreflightStage stage;
+  if (world.rank != 0) return stage;
+  std::vector<std::vector<FolderProbe>> by_rank;
+  json folders = json::array();
+  for (const json& rank : all) {
+    by_rank.emplace_back();
+    for (const json& p : rank) by_rank.back().push_back({p["problem"], p["s"]});
+  }
+  for (size_t f = 0; f < roles.size(); ++f) {
+    double slowest = 0;
+    for (const auto& rank : by_rank) slowest = std::max(slowest, rank[f].seconds);
+    folders.push_back({{"folder", roles[f]}, {"slowest_probe_s", slowest}});
+  }
+  std::string flagged;
+  for (const auto& [host, why] : topology.judgement.reasons)
+    flagged += (flagged.empty() ? "" : ", ") + host;
+  stage.checks = json::array(
+      {gate_check("topology", topology.judgement.reasons.size(), 0,
+                  flagged.empty() ? "pass" : "warn",
+                  flagged.empty() ? "no node differs from the majority or has a degraded link"
+                                  : "flagged: " + flagged),
+       folder_probe_check(roles, by_rank, world.host_of_rank)});
+  stage.section = {{"topology_reasons", topology.judgement.reasons}, {"folders", folders}};
+  stage.nodes = topology.nodes;
+  return stage;
+}
+
+}  // namespace tp

@@ -1,0 +1,89 @@
+#include "app/accept/accept_report.h"
+
+#include "app/judge/baseline.h"
+#include "app/report/gate.h"
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+
+json tagged(json check, const std::string& stage) {
+  check["stage"] = stage;
+  return check;
+}
+
+json attempt_json(const StageAttempt& a) {
+  json checks = a.checks;
+  for (const json& c : a.threshold_checks) checks.push_back(c);
+  return {{"stage", a.stage},
+          {"attempt", a.attempt},
+          {"verdict", verdict_of_checks(checks)},
+          {"checks", checks}};
+}
+
+void warn_on_other_work(const AcceptConfig& config, json& context) {
+  const std::string hash = context.value("scenario_hash", "");
+  if (config.expected_hash.empty() || hash == config.expected_hash) return;
+  context["warnings"].push_back("the gate's thresholds were measured with scenario " +
+                                config.expected_hash + " (gate.scenario_hash), and this run is " +
+                                hash + ": AU, step CV and goodput thresholds may not apply");
+}
+
+}  // namespace
+
+void add_sections(json& report, const json& sections) {
+  for (const auto& [key, section] : sections.items()) {
+    if (key == "sweep" && report.contains("sweep") && report["sweep"].is_object()) {
+      for (const auto& [part, value] : section.items()) report["sweep"][part] = value;
+      continue;
+    }
+    report[key] = section;
+  }
+}
+
+json accept_report(const AcceptConfig& config, const std::vector<StageAttempt>& attempts,
+                   const json& job_sections, json context, const json& golden) {
+  json report = {{"schema", kReportSchema}};
+  StageAttempts ran;
+  json history = json::array();
+  for (const StageAttempt& a : attempts) {
+    ran[a.stage] = a.attempt;
+    history.push_back(attempt_json(a));
+  }
+  json checks = json::array();
+  for (const std::string& stage : kAcceptStages) {
+    const StageAttempt* last = nullptr;
+    for (const StageAttempt& a : attempts)
+      if (a.stage == stage) last = &a;
+    if (!last) {
+      checks.push_back(tagged(gate_check("stage_" + stage, nullptr, nullptr, "n/a",
+                                         config.runs(stage) ? "not run: an earlier stage stopped"
+                                                            : "skipped (accept.stages)"),
+                              stage));
+      continue;
+    }
+    add_sections(report, last->sections);
+    for (const json& c : last->checks) checks.push_back(tagged(c, stage));
+  }
+  add_sections(report, job_sections);
+  for (const json& c : judge_thresholds(config, report, ran)) checks.push_back(c);
+  if (!golden.is_null())
+    for (const json& c : baseline_checks(golden, report, config.tolerance, config.baseline))
+      checks.push_back(c);
+  if (!context.contains("warnings")) context["warnings"] = json::array();
+  warn_on_other_work(config, context);
+  report["context"] = std::move(context);
+  report["accept"] = {
+      {"stages", config.stages},
+      {"retries", config.retries},
+      {"attempts", history},
+      {"baseline", config.baseline.empty() ? json(nullptr) : json(config.baseline)}};
+  report["gate"] = {{"checks", checks},
+                    {"thresholds", thresholds_json(config)},
+                    {"warn_margin", config.warn_margin}};
+  report["verdict"] = verdict_of_checks(checks);
+  return report;
+}
+
+}  // namespace tp

@@ -1,0 +1,35 @@
+#pragma once
+// The acceptance run's one report (docs/acceptance.md): every stage's sections, each stage's own
+// checks and the gate's thresholds, every attempt a retry made, and one verdict. Pure, so the
+// assembly is unit-tested on fixtures.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app/accept/accept_config.h"
+#include "app/accept/accept_gate.h"
+
+namespace tp {
+
+// One run of one stage, as rank 0 holds it.
+struct StageAttempt {
+  std::string stage;
+  int attempt = 1;
+  nlohmann::json sections = nlohmann::json::object();  // report key -> section
+  nlohmann::json checks = nlohmann::json::array();     // the stage's own checks
+  // The stage's thresholds as this attempt met them (the last attempt's are judged again on
+  // the whole report).
+  nlohmann::json threshold_checks = nlohmann::json::array();
+};
+
+// Merges a stage's sections into a report under construction; sweep and pairwise share `sweep`.
+void add_sections(nlohmann::json& report, const nlohmann::json& sections);
+
+// The report from every attempt, in the order they ran (the last of each stage counts), the
+// sections of the whole job (`job`, `cost`) and the context of the richest stage. `golden` is
+// --baseline's report, or null.
+nlohmann::json accept_report(const AcceptConfig& config, const std::vector<StageAttempt>& attempts,
+                             const nlohmann::json& job_sections, nlohmann::json context,
+                             const nlohmann::json& golden);
+
+}  // namespace tp

@@ -1,0 +1,421 @@
+#include "app/cli/cli.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "app/cli/cli_options.h"
+#include "app/cli/option_values.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+
+namespace tp {
+namespace {
+
+const char* const kSubcommands = "accept, train, sweep, drill, prepare-data, report";
+// Far beyond any real run, and small enough that epochs x samples stays an exact step count.
+constexpr double kMaxEpochs = 1e6;
+
+// Checked before opening: a FIFO would block the open, a directory would read as empty.
+std::string read_file(const std::string& option, const std::string& path) {
+  if (const std::string what = not_a_regular_file(path); !what.empty())
+    throw UsageError(option + ": '" + path + "' " + what);
+  std::ifstream in(path);
+  if (!in) throw UsageError(option + ": cannot open '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The shape; the width comes from model.hidden or, when model.params is given, from the budget.
+ModelSpec model_from(const po::variables_map& vm) {
+  ModelSpec m;
+  m.layers = fits_int(positive(vm, "model.layers"), "model.layers");
+  m.seq = fits_int(positive(vm, "model.seq"), "model.seq");
+  m.global_batch = positive(vm, "model.batch");
+  const int64_t params = vm["model.params"].as<int64_t>();
+  if (params < 0) throw UsageError("model.params must be positive, got " + std::to_string(params));
+  if (params > 0) {
+    if (!vm["model.hidden"].defaulted())
+      throw UsageError("give model.params or model.hidden, not both");
+    const int hidden = hidden_for_parameters(params, m.layers);
+    if (hidden < 1)
+      throw UsageError("model.params=" + std::to_string(params) +
+                       " is too small for model.layers=" + std::to_string(m.layers));
+    m.hidden = hidden;
+  } else {
+    m.hidden = fits_int(positive(vm, "model.hidden"), "model.hidden");
+  }
+  return m;
+}
+
+void read_run_length(const po::variables_map& vm, TrainConfig& c) {
+  c.steps = positive(vm, "train.steps");
+  c.warmup_steps = vm["train.warmup_steps"].as<int64_t>();
+  if (c.warmup_steps < 0 || c.warmup_steps >= c.steps)
+    throw UsageError("train.warmup_steps=" + std::to_string(c.warmup_steps) +
+                     " must be >= 0 and less than train.steps=" + std::to_string(c.steps));
+  c.seed = uint64_t(vm["train.seed"].as<int64_t>());  // >= 0, checked when parsed
+}
+
+OptimizerConfig optimizer_from(const po::variables_map& vm) {
+  OptimizerConfig o;
+  const std::string kind = one_of(vm, "train.optimizer", {"sgd-momentum", "adam"});
+  o.kind = kind == "adam" ? OptimizerKind::adam : OptimizerKind::sgd_momentum;
+  o.lr = float(in_range(vm, "train.lr", 0.0, 1e3, true));
+  o.momentum = float(in_range(vm, "train.momentum", 0.0, 1.0, false));
+  o.beta1 = float(in_range(vm, "train.adam_beta1", 0.0, 1.0, false));
+  o.beta2 = float(in_range(vm, "train.adam_beta2", 0.0, 1.0, false));
+  o.eps = float(in_range(vm, "train.adam_eps", 0.0, 1.0, true));
+  return o;
+}
+
+// Compute and communication backends, and the watchdog that guards them.
+void read_backends(const po::variables_map& vm, TrainConfig& c) {
+  c.compute_backend = one_of(vm, "compute.backend", {"auto", "cpu", "cuda"});
+  c.comm_backend = one_of(vm, "comm.backend", {"auto", "mpi", "nccl"});
+  c.bucket_mb = in_range(vm, "comm.bucket_mb", 0.0, 1e6, true);
+  c.overlap = vm["comm.overlap"].as<bool>();
+  c.watchdog_timeout_s = in_range(vm, "watchdog.timeout_s", 0.0, 1e7, false);
+  c.watchdog_dir = vm["watchdog.dir"].as<std::string>();
+}
+
+void read_checkpointing(const po::variables_map& vm, TrainConfig& c) {
+  c.resume = one_of(vm, "resume", {"none", "auto", "require"});
+  c.checkpoint_dir = vm["checkpoint.dir"].as<std::string>();
+  c.checkpoint_every = vm["checkpoint.every"].as<int64_t>();
+  if (c.checkpoint_every < 0)
+    throw UsageError("checkpoint.every must be >= 0, got " + std::to_string(c.checkpoint_every));
+  c.checkpoint_keep = fits_int(positive(vm, "checkpoint.keep"), "checkpoint.keep");
+  c.checkpoint_cold_read = vm["checkpoint.cold_read"].as<bool>();
+  c.checkpoint_layout = one_of(vm, "checkpoint.layout", {"file-per-rank", "shared-file"});
+  c.checkpoint_shard_optimizer = vm["checkpoint.shard_optimizer"].as<bool>();
+  c.checkpoint_async = vm["checkpoint.async"].as<bool>();
+  c.checkpoint_overwrite = vm["checkpoint.overwrite"].as<bool>();
+  c.checkpoint_lock_wait_s = in_range(vm, "checkpoint.lock_wait_s", 0.0, 1e7, false);
+  if (c.checkpoint_dir.empty() && (c.checkpoint_every > 0 || c.resume != "none"))
+    throw UsageError(std::string(c.checkpoint_every > 0 ? "checkpoint.every" : "--resume ") +
+                     (c.checkpoint_every > 0 ? "" : c.resume) + " needs checkpoint.dir");
+}
+
+// The dataset's shape and how it is read, each within the bounds data/ reads an index with.
+DataConfig data_from(const po::variables_map& vm) {
+  DataConfig d;
+  d.dir = vm["data.dir"].as<std::string>();
+  d.format = one_of(vm, "data.format", {"raw", "hdf5"});
+  d.files = bounded(vm, "data.files", 1, kMaxDatasetFiles, "shards");
+  d.samples = bounded<int64_t>(vm, "data.samples", 1, kMaxDatasetSamples, "samples");
+  d.sample_bytes =
+      bounded<int64_t>(vm, "data.sample_bytes", 1, kMaxSampleBytes, "bytes per sample, 1 GiB");
+  d.spread = in_range(vm, "data.spread", 0.0, kMaxSpread, false);
+  d.readers = bounded(vm, "data.readers", 1, kMaxDataReaders, "reader threads per rank");
+  d.prefetch = bounded(vm, "data.prefetch", 0, kMaxDataPrefetch, "batches read ahead");
+  d.verify = vm["data.verify"].as<bool>();
+  d.cache = one_of(vm, "data.cache", {"keep", "drop"});
+  d.direct = vm["data.direct"].as<bool>();
+  d.rank_shift = vm["data.rank_shift"].as<int>();
+  if (d.rank_shift < -1)
+    throw UsageError("data.rank_shift must be -1 (off) or >= 0, got " +
+                     std::to_string(d.rank_shift));
+  d.force = vm["force"].as<bool>();
+  if (d.files > d.samples)
+    throw UsageError("data.files=" + std::to_string(d.files) +
+                     " is more than data.samples=" + std::to_string(d.samples));
+  for (const char* name :
+       {"data.format", "data.files", "data.samples", "data.sample_bytes", "data.spread"})
+    if (!vm[name].defaulted()) d.given.push_back(name);
+  return d;
+}
+
+TestHooks test_hooks_from(const po::variables_map& vm) {
+  TestHooks t;
+  t.perturb_state_rank = vm["test.perturb_state_rank"].as<int>();
+  t.corrupt_collective_rank = vm["test.corrupt_collective_rank"].as<int>();
+  t.clock_offset_rank = vm["test.clock_offset_rank"].as<int>();
+  t.clock_offset_s = vm["test.clock_offset_s"].as<double>();
+  t.skip_clock_alignment = vm["test.skip_clock_alignment"].as<bool>();
+  t.split_hosts = vm["test.split_hosts"].as<int>();
+  t.mpi_error_rank = vm["test.mpi_error_rank"].as<int>();
+  t.read_delay_ms = vm["test.read_delay_ms"].as<double>();
+  t.unshared_checkpoint_rank = vm["test.unshared_checkpoint_rank"].as<int>();
+  t.host_memory_bytes = vm["test.host_memory_bytes"].as<int64_t>();
+  t.skip_restore = one_of(vm, "test.skip_restore", {"", "moment1"});
+  t.sysfs_root = vm["test.sysfs_root"].as<std::string>();
+  t.sysfs_root_rank = vm["test.sysfs_root_rank"].as<int>();
+  if (t.split_hosts < 0) throw UsageError("test.split_hosts must be >= 0");
+  return t;
+}
+
+// Boost ends a value at '#' but reads ';' as part of it, so "dir = x ; note" would name a folder
+// "x ; note". A ';' after a blank is refused rather than guessed at (docs/promises.md).
+void check_scenario_lines(const std::string& path, const std::string& text) {
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    const size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line[start] == '#' || line[start] == '[') continue;
+    const size_t equals = line.find('=');
+    if (equals == std::string::npos) continue;
+    const size_t semicolon = line.find(';', equals);
+    if (semicolon != std::string::npos && semicolon > 0 &&
+        (line[semicolon - 1] == ' ' || line[semicolon - 1] == '\t'))
+      throw UsageError("scenario file '" + path + "', line " + std::to_string(number) +
+                       ": ' ;' inside a value (" + line.substr(start) +
+                       "); comments start with '#'");
+  }
+}
+
+// The drill runs its launcher through the shell; only the person at the command line chooses it.
+void check_scenario_options(const std::string& path, const po::parsed_options& parsed) {
+  for (const po::option& o : parsed.options)
+    if (o.string_key == "launcher")
+      throw UsageError("scenario file '" + path +
+                       "': launcher may only be given on the command line of trainproof drill "
+                       "(it is run by the shell as written)");
+}
+
+// A host's reference thresholds may not change the work itself: a gate file holds [gate] only.
+void check_gate_file_options(const std::string& path, const po::parsed_options& parsed) {
+  for (const po::option& o : parsed.options)
+    if (o.string_key.rfind("gate.", 0) != 0 || o.string_key == "gate.file")
+      throw UsageError("gate.file '" + path + "': " + o.string_key +
+                       " is not a [gate] threshold (a gate file holds [gate] options only)");
+}
+
+// `what` is "scenario file" or "gate.file": how its errors name it.
+void store_option_file(Invocation& inv, const std::string& what, const std::string& path,
+                       const std::string& text, const po::options_description& options) {
+  check_scenario_lines(path, text);
+  std::istringstream lines(text);
+  try {
+    const po::parsed_options parsed =
+        po::parse_config_file(lines, options, /*allow_unregistered=*/false);
+    if (what == "gate.file")
+      check_gate_file_options(path, parsed);
+    else
+      check_scenario_options(path, parsed);
+    // store() keeps values already present, so what was stored first wins.
+    po::store(parsed, inv.options);
+  } catch (const po::error& e) {
+    throw UsageError(what + " '" + path + "': " + e.what());
+  }
+}
+
+// Every option stored so far that has no source yet came from `source`.
+void note_sources(Invocation& inv, const std::string& source) {
+  for (const auto& [name, value] : inv.options)
+    if (!value.defaulted() && name != "operand") inv.option_source.emplace(name, source);
+}
+
+void check_general_options(const po::variables_map& vm) {
+  one_of(vm, "log.level", {"trace", "debug", "info", "warn", "error", "critical", "off"});
+  for (const char* name : {"train.seed", "drill.seed"})
+    if (vm[name].as<int64_t>() < 0)
+      throw UsageError(std::string(name) + " must be >= 0, got " +
+                       std::to_string(vm[name].as<int64_t>()));
+}
+
+}  // namespace
+
+Invocation parse_invocation(int argc, const char* const argv[]) {
+  Invocation inv;
+  for (int i = 0; i < argc; ++i) inv.argv.emplace_back(argv[i]);
+  int first = 1;
+  if (argc > 1 && argv[1][0] != '-') {
+    inv.subcommand = argv[1];
+    if (inv.subcommand != "train" && inv.subcommand != "report" && inv.subcommand != "drill" &&
+        inv.subcommand != "prepare-data" && inv.subcommand != "sweep" && inv.subcommand != "accept")
+      throw UsageError("unknown subcommand '" + inv.subcommand + "' (known: " + kSubcommands + ")");
+    first = 2;
+  }
+
+  const po::options_description options = option_registry();
+  po::options_description cli;
+  cli.add(options).add_options()("operand", po::value<std::vector<std::string>>());
+  po::positional_options_description operands;
+  operands.add("operand", -1);
+  try {
+    po::store(po::command_line_parser(argc - first + 1, argv + first - 1)
+                  .options(cli)
+                  .positional(operands)
+                  .run(),
+              inv.options);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("command line: ") + e.what());
+  }
+  if (inv.options.count("operand"))
+    inv.positional = inv.options["operand"].as<std::vector<std::string>>();
+  inv.help = inv.options.count("help") > 0;
+  inv.version = inv.options.count("version") > 0;
+  if (inv.help || inv.version) return inv;
+  if (inv.subcommand.empty())
+    throw UsageError(std::string("no subcommand given (known: ") + kSubcommands +
+                     "); see trainproof --help");
+  if (inv.subcommand != "report" && !inv.positional.empty())
+    throw UsageError(inv.subcommand + " takes no operands, got '" + inv.positional.front() + "'");
+
+  note_sources(inv, "command line");
+  if (inv.options.count("scenario")) {
+    inv.scenario_path = inv.options["scenario"].as<std::string>();
+    inv.scenario_text = read_file("--scenario", inv.scenario_path);
+    store_option_file(inv, "scenario file", inv.scenario_path, inv.scenario_text, options);
+    note_sources(inv, "scenario " + inv.scenario_path);
+  }
+  // Read after the scenario, so a host file's thresholds yield to the scenario's and the
+  // command line's, and before notify, so it can name its own.
+  if (inv.options.count("gate.file") && !inv.options["gate.file"].defaulted()) {
+    const std::string path = inv.options["gate.file"].as<std::string>();
+    store_option_file(inv, "gate.file", path, read_file("--gate.file", path), options);
+    note_sources(inv, "gate.file " + path);
+  }
+  po::notify(inv.options);
+  check_general_options(inv.options);
+  return inv;
+}
+
+// The overview of every subcommand and the exit codes: `trainproof --help`.
+static std::string general_usage() {
+  std::ostringstream out;
+  out << "trainproof: prove that a cluster can train.\n\n"
+         "usage: trainproof SUBCOMMAND [options]\n"
+         "  accept   the acceptance run: preflight, collective sweep, pairwise matrix,\n"
+         "           training with checkpoints and a cold restore in one job, held against\n"
+         "           the [gate] thresholds (a host file: --gate.file), with the job's\n"
+         "           timeline, goodput and cost; one report, one verdict\n"
+         "  train    run synthetic data-parallel training steps with real collectives, time\n"
+         "           data, compute and communication on every rank, and write a JSON report\n"
+         "  sweep    time every collective at every size on the fabric (nccl-tests' bus\n"
+         "           bandwidth, every element checked), or every pair of nodes\n"
+         "           (sweep.mode=pairwise) to name a slow node or link\n"
+         "  drill    recovery drill: launch train with faults, relaunch with --resume auto "
+         "after\n"
+         "           each failure, and prove the final state bit-identical to a reference run\n"
+         "  prepare-data  write a synthetic dataset to data.dir (MPI: every rank writes its\n"
+         "           share of the shards), for train to read with data.dir\n"
+         "  report   print the summary of an existing JSON report: trainproof report FILE;\n"
+         "           compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9];\n"
+         "           or join stage reports: trainproof report merge A B [C...] --report OUT\n\n"
+         "Launch accept, train, sweep and prepare-data with mpirun or srun, one rank per\n"
+         "device or core set. Every option can also be set in a scenario file: [train]\n"
+         "steps = 100 is --train.steps=100.\n"
+         "Exit codes: 0 PASS, WARN or NONE (nothing ran: training was already complete),\n"
+         "1 FAIL (correctness or performance), 2 bad usage or input (nothing ran),\n"
+         "3 the run could not complete, 4 preempted (checkpoint committed; --resume auto).\n";
+  return out.str();
+}
+
+// The first lines of --help: what the subcommand does and how it is launched.
+static std::string usage_of(const std::string& subcommand) {
+  std::ostringstream out;
+  if (subcommand.empty()) {
+    out << general_usage();
+  } else if (subcommand == "accept") {
+    out << "usage: mpirun -np N trainproof accept --scenario scenarios/accept.ini\n"
+           "           --checkpoint.dir=DIR [--gate.file scenarios/hosts/HOST.ini] [options]\n"
+           "Runs accept.stages in order (preflight, sweep, pairwise, train, restore), each again\n"
+           "up to gate.retries times while it fails, and judges every gate.* threshold that is\n"
+           "not 0 (PASS; WARN within gate.warn_margin of it or only on a retry; FAIL). Each\n"
+           "check names its threshold's source. A threshold given on the command line that no\n"
+           "selected stage measures is exit 2 before anything runs; a skipped stage's checks\n"
+           "are n/a. --baseline GOLDEN adds report compare's metrics as checks. The drill's\n"
+           "checks (gate.drill, gate.max_rto_s, gate.max_rpo_steps) are judged by report merge\n"
+           "(scripts/acceptance.sh runs accept, the drill and the merge). See "
+           "docs/acceptance.md.\n";
+  } else if (subcommand == "train") {
+    out << "usage: mpirun -np N trainproof train [--scenario FILE] [options]\n"
+           "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
+  } else if (subcommand == "sweep") {
+    out << "usage: mpirun -np N trainproof sweep [--scenario FILE] [options]\n"
+           "Times sweep.ops from sweep.min_bytes to sweep.max_bytes, out of place and in place,\n"
+           "over comm.backend, and checks every element of every row (a wrong one is FAIL).\n"
+           "Prints a table in nccl-tests' columns and units and writes --report on rank 0.\n"
+           "sweep.split=node|rail sweeps each node's or each rail's ranks at once;\n"
+           "sweep.mode=pairwise measures every pair of nodes and flags a slow node or link.\n"
+           "See docs/sweep.md.\n";
+  } else if (subcommand == "prepare-data") {
+    out << "usage: mpirun -np N trainproof prepare-data --data.dir=DIR [--scenario FILE] "
+           "[options]\n"
+           "Writes data.samples samples (content from train.seed) in data.files shards of\n"
+           "data.format, with a checksum per sample and data.dir/index.json. Running it again\n"
+           "with the same parameters does nothing; with others it is an error unless --force.\n"
+           "Before writing anything it checks that data.dir's filesystem has room for the\n"
+           "whole dataset (exit 2 naming the bytes needed and free otherwise).\n";
+  } else if (subcommand == "drill") {
+    out << "usage: trainproof drill --launcher \"mpirun -np N\" [--scenario FILE] [options]\n"
+           "Not an MPI rank: runs the launcher itself. A reference run, then the run with the\n"
+           "--fault specs, relaunched with --resume auto after each failure (each fault fires\n"
+           "once), then the final digest compared with the reference. Every training option is\n"
+           "forwarded to each run. Needs checkpoint.dir and checkpoint.every; the runs use\n"
+           "checkpoint.dir/drill-<time>-<pid>/. Writes --report (the final run's report with a\n"
+           "drill section) and prints a drill summary. See docs/drills.md.\n";
+  } else {
+    out << "usage: trainproof report FILE\n"
+           "       trainproof report compare GOLDEN NEW [--tolerance 0.9]\n"
+           "       trainproof report merge ACCEPT DRILL [MORE...] --report OUT\n"
+           "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
+           "FAIL).\n"
+           "compare prints each metric of NEW against GOLDEN (golden, new, ratio, which way is\n"
+           "better, status); a metric that keeps less than --tolerance of its golden value in\n"
+           "its better direction fails, and so does the comparison (exit 1). It also says where\n"
+           "the two runs differ in what they ran (scenario hash, world size, steps, backends,\n"
+           "sweep sizes). See docs/acceptance.md.\n"
+           "merge writes to OUT the accept report joined with the drill's section and checks\n"
+           "(gate.drill, gate.max_rto_s, gate.max_rpo_steps judged), and exits with the verdict\n"
+           "recomputed from them.\n"
+           "All options are accepted, so a whole scenario file can be passed.\n";
+  }
+  return out.str();
+}
+
+std::string help_text(const std::string& subcommand) {
+  std::ostringstream out;
+  out << usage_of(subcommand) << '\n' << option_registry() << '\n' << fault_grammar();
+  return out.str();
+}
+
+TrainConfig train_config_from(const po::variables_map& vm) {
+  TrainConfig c;
+  c.model = model_from(vm);
+  c.dtype = one_of(vm, "model.dtype", {"fp32", "bf16", "fp16"});
+  read_run_length(vm, c);
+  c.optimizer = optimizer_from(vm);
+  c.log_every = vm["train.log_every"].as<int64_t>();
+  if (c.log_every < 0) throw UsageError("train.log_every must be >= 0");
+  read_backends(vm, c);
+  read_checkpointing(vm, c);
+  if (vm.count("fault")) c.faults = parse_faults(vm["fault"].as<std::vector<std::string>>());
+  c.data = data_from(vm);
+  c.epochs = in_range(vm, "train.epochs", 0.0, kMaxEpochs, false);
+  if (c.epochs > 0 && c.data.dir.empty()) throw UsageError("train.epochs needs data.dir");
+  c.test = test_hooks_from(vm);
+  c.preflight_topology = vm["preflight.topology"].as<bool>();
+  return c;
+}
+
+nlohmann::json effective_options(const po::variables_map& vm) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, entry] : vm) {
+    if (name == "operand") continue;
+    const boost::any& v = entry.value();
+    if (auto p = boost::any_cast<int64_t>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<uint64_t>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<int>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<double>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<bool>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<std::string>(&v))
+      out[name] = *p;
+    else if (auto p = boost::any_cast<std::vector<std::string>>(&v))
+      out[name] = *p;
+    else
+      out[name] = nullptr;
+  }
+  return out;
+}
+
+}  // namespace tp

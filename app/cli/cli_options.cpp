@@ -1,0 +1,469 @@
+#include "app/cli/cli_options.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tp {
+namespace {
+
+namespace po = boost::program_options;
+
+po::options_description general_options() {
+  po::options_description group("General");
+  // clang-format off
+  group.add_options()
+      ("help,h", "show this help and exit")
+      ("version", "print the version and exit")
+      ("scenario", po::value<std::string>()->value_name("FILE"),
+       "INI file of options ([section] name = value); the command line wins over it")
+      ("report", po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
+       "where rank 0 writes the JSON report")
+      ("log.level", po::value<std::string>()->default_value("info"),
+       "trace, debug, info, warn, error, critical or off")
+      ("tolerance", po::value<double>()->default_value(0.9),
+       "report compare: a metric fails when the new report keeps less than this share of the "
+       "golden one, in the metric's better direction; in (0, 1]");
+  // clang-format on
+  return group;
+}
+
+po::options_description model_options() {
+  po::options_description group("Model (decides the state; part of the scenario hash)");
+  // clang-format off
+  group.add_options()
+      ("model.layers", po::value<int64_t>()->default_value(4), "square linear layers")
+      ("model.hidden", po::value<int64_t>()->default_value(256), "layer width")
+      ("model.params", po::value<int64_t>()->default_value(0),
+       "parameter budget; when > 0 the width is derived from it (give this or model.hidden)")
+      ("model.seq", po::value<int64_t>()->default_value(64), "tokens per sample")
+      ("model.batch", po::value<int64_t>()->default_value(32),
+       "GLOBAL batch in samples, split over the ranks")
+      ("model.dtype", po::value<std::string>()->default_value("fp32"),
+       "GEMM element type: fp32, bf16 or fp16 (16-bit inputs accumulate in fp32; cuda only)");
+  // clang-format on
+  return group;
+}
+
+po::options_description train_options() {
+  po::options_description group("Training");
+  // clang-format off
+  group.add_options()
+      ("train.steps", po::value<int64_t>()->default_value(50), "steps to run")
+      ("train.epochs", po::value<double>()->default_value(0.0),
+       "with data.dir: run this many passes over the dataset instead of train.steps (one epoch "
+       "reads every sample exactly once)")
+      ("train.warmup_steps", po::value<int64_t>()->default_value(5),
+       "first steps left out of every statistic")
+      ("train.seed", po::value<int64_t>()->default_value(1234),
+       "seed of init and synthetic data, >= 0")
+      ("train.optimizer", po::value<std::string>()->default_value("sgd-momentum"),
+       "sgd-momentum or adam")
+      ("train.lr", po::value<double>()->default_value(0.01), "learning rate")
+      ("train.momentum", po::value<double>()->default_value(0.9), "sgd-momentum coefficient")
+      ("train.adam_beta1", po::value<double>()->default_value(0.9), "adam first-moment decay")
+      ("train.adam_beta2", po::value<double>()->default_value(0.999), "adam second-moment decay")
+      ("train.adam_eps", po::value<double>()->default_value(1e-8), "adam epsilon")
+      ("train.log_every", po::value<int64_t>()->default_value(0),
+       "progress line every N steps on rank 0; 0 means about ten per run");
+  // clang-format on
+  return group;
+}
+
+po::options_description compute_options() {
+  po::options_description group("Compute");
+  // clang-format off
+  group.add_options()
+      ("compute.backend", po::value<std::string>()->default_value("auto"),
+       "cpu (OpenBLAS, one thread per rank), cuda, or auto (cuda when usable, else cpu)");
+  // clang-format on
+  return group;
+}
+
+po::options_description comm_options() {
+  po::options_description group("Communication");
+  // clang-format off
+  group.add_options()
+      ("comm.backend", po::value<std::string>()->default_value("auto"),
+       "mpi (MPI_Allreduce on host buffers), nccl, or auto (nccl when usable, else mpi)")
+      ("comm.bucket_mb", po::value<double>()->default_value(25.0),
+       "gradient bucket size in MiB; a bucket is reduced as soon as its layers are done")
+      ("comm.overlap", po::value<bool>()->default_value(true),
+       "true: each bucket's reduction starts as its layers finish and overlaps the remaining "
+       "backward; false: every bucket starts after the backward, and the step waits once");
+  // clang-format on
+  return group;
+}
+
+po::options_description checkpoint_options() {
+  po::options_description group("Checkpoints");
+  // clang-format off
+  group.add_options()
+      ("resume", po::value<std::string>()->default_value("none"),
+       "none: start fresh; auto: restore the newest valid checkpoint in checkpoint.dir, or start "
+       "fresh (loudly) when there is none; require: like auto, but no valid checkpoint is an error")
+      ("checkpoint.dir", po::value<std::string>()->default_value(""),
+       "folder of step-NNNNNNNN/ checkpoints (HDF5 files and MANIFEST.json); empty: no checkpoints")
+      ("checkpoint.layout", po::value<std::string>()->default_value("file-per-rank"),
+       "file-per-rank: every rank writes its own HDF5 file; shared-file: one HDF5 file written "
+       "collectively through MPI-IO, each rank writing its slice as a hyperslab")
+      ("checkpoint.shard_optimizer", po::value<bool>()->default_value(false),
+       "file-per-rank: each rank writes only its slice of the parameters and optimizer state "
+       "(ZeRO-1 style, no duplicate bytes), and a restore needs every rank's file; false: every "
+       "rank writes the whole replica. The shared file is always written in slices")
+      ("checkpoint.async", po::value<bool>()->default_value(false),
+       "snapshot the state into host memory and write and commit it on a background thread while "
+       "training goes on; at most one checkpoint is in flight (needs MPI_THREAD_MULTIPLE). The "
+       "run refuses to start when the checkpoint buffers (docs/checkpoint.md, \"Memory\") do "
+       "not fit in host memory beside the model")
+      ("checkpoint.every", po::value<int64_t>()->default_value(0),
+       "checkpoint after every N-th step (step-N is the state after step N); 0: never")
+      ("checkpoint.keep", po::value<int64_t>()->default_value(2),
+       "committed checkpoints kept; older ones are deleted only after a newer one is committed")
+      ("checkpoint.cold_read", po::value<bool>()->default_value(false),
+       "drop the checkpoint files from the page cache before a restore reads them, so "
+       "restore_gbps measures storage, not memory")
+      ("checkpoint.overwrite", po::value<bool>()->default_value(false),
+       "true: checkpoints of another scenario (another scenario hash) in checkpoint.dir are "
+       "deleted at start; false: --resume none into such a folder is an error naming both hashes")
+      ("checkpoint.lock_wait_s", po::value<double>()->default_value(60.0),
+       "one job at a time writes a checkpoint folder (a lock file in it, held for the run): a "
+       "second job waits this long for the lock, then stops (exit 2) naming the holder's host and "
+       "pid. The wait covers a requeued job that briefly overlaps the one it replaces");
+  // clang-format on
+  return group;
+}
+
+po::options_description watchdog_options() {
+  po::options_description group("Watchdog");
+  // clang-format off
+  group.add_options()
+      ("watchdog.timeout_s", po::value<double>()->default_value(0.0),
+       "a rank whose heartbeat has not moved for this long aborts the job (exit 3), naming the "
+       "ranks that did not arrive in abort.json. 0: auto, 25 times the slowest warm-up step and "
+       "at least 30 s (600 s until the warm-up is done); checkpoints and set-up get 10 times "
+       "the timeout. An NCCL wait aborts its communicator (ncclCommAbort) 0.8 times it after "
+       "the rank's last progress (during set-up, 10 times that), naming the missing ranks first")
+      ("watchdog.dir", po::value<std::string>()->default_value(""),
+       "folder all ranks can write for per-rank heartbeats and abort.json; "
+       "empty: trainproof-heartbeats/ beside the report");
+  // clang-format on
+  return group;
+}
+
+po::options_description fault_options() {
+  po::options_description group("Faults");
+  // clang-format off
+  group.add_options()
+      ("fault", po::value<std::vector<std::string>>()->value_name("SPEC"),
+       "inject a fault, repeatable; SPECs below");
+  // clang-format on
+  return group;
+}
+
+po::options_description data_options() {
+  po::options_description group("Data (trainproof prepare-data, and train with data.dir)");
+  // clang-format off
+  group.add_options()
+      ("data.dir", po::value<std::string>()->default_value(""),
+       "folder of a dataset written by prepare-data; empty: synthetic samples made in memory")
+      ("data.format", po::value<std::string>()->default_value("raw"),
+       "raw: binary shards and per-sample index files, read with pread; hdf5: chunked uint8 "
+       "datasets, read with pread through their chunk addresses")
+      ("data.files", po::value<int>()->default_value(4),
+       "shards the samples are spread over, 1 to 100000")
+      ("data.samples", po::value<int64_t>()->default_value(1024),
+       "samples in the dataset, data.files to 4294967296 (2^32; each rank's loader keeps 32 bytes "
+       "of index and order per sample)")
+      ("data.sample_bytes", po::value<int64_t>()->default_value(65536),
+       "bytes per sample, 1 to 1073741824 (1 GiB)")
+      ("data.spread", po::value<double>()->default_value(0.0),
+       "sample lengths vary uniformly within sample_bytes * (1 +- spread), 0 <= spread < 1")
+      ("data.readers", po::value<int>()->default_value(2),
+       "reader threads per rank, 1 to 1024; give each rank readers + 1 CPUs, or the report warns that reads "
+       "and stall measure CPU")
+      ("data.prefetch", po::value<int>()->default_value(2),
+       "batches read ahead of the step, 0 to 1024; the loader holds (prefetch + 1) batches of "
+       "buffers, and refuses to start when they exceed the host's memory")
+      ("data.verify", po::value<bool>()->default_value(false),
+       "check every sample's checksum; a mismatch is an error naming the file and sample")
+      ("data.cache", po::value<std::string>()->default_value("keep"),
+       "keep: leave read data in the page cache; drop: posix_fadvise(DONTNEED) after each read")
+      ("data.direct", po::value<bool>()->default_value(false),
+       "open shards with O_DIRECT (aligned reads), where the filesystem allows it")
+      ("data.rank_shift", po::value<int>()->default_value(-1),
+       "K >= 0: each rank reads only the shards prepare-data's rank K nodes away wrote (shard f "
+       "by rank f mod N), in an order of its own, so no node reads what its own page cache "
+       "holds; the digest then depends on the world size. -1: one shuffled order for all ranks")
+      ("force", po::bool_switch()->default_value(false),
+       "prepare-data: replace a dataset in data.dir that was prepared with other parameters");
+  // clang-format on
+  return group;
+}
+
+po::options_description drill_options() {
+  po::options_description group("Drill (trainproof drill)");
+  // clang-format off
+  group.add_options()
+      ("launcher", po::value<std::string>()->default_value(""),
+       "the command that starts the ranks, before the trainproof binary: \"mpirun -np 4\", or "
+       "inside a Slurm allocation \"srun --mpi=pmix\". Run by the shell as written; command "
+       "line only (a scenario file may not set it)")
+      ("drill.max_restarts", po::value<int>()->default_value(3),
+       "relaunches with --resume auto after failures before the drill gives up")
+      ("drill.reference_digest", po::value<std::string>()->default_value(""),
+       "the final digest of a fault-free run of the same scenario; empty: run the reference first")
+      ("drill.external_kill", po::value<bool>()->default_value(false),
+       "the drill SIGKILLs one rank's process from outside at a step drawn from drill.seed (local "
+       "host only; under Slurm, scancel --signal=KILL the step instead)")
+      ("drill.seed", po::value<int64_t>()->default_value(0),
+       "seed of the drill's own draws (external kill); 0: from the clock. Printed for replay")
+      ("drill.run_timeout_s", po::value<double>()->default_value(1800.0),
+       "a launch still running after this long is killed (the watchdog should act first)");
+  // clang-format on
+  return group;
+}
+
+po::options_description preflight_options() {
+  po::options_description group("Preflight (train and sweep)");
+  // clang-format off
+  group.add_options()
+      ("preflight.topology", po::value<bool>()->default_value(true),
+       "read every node's CPUs, memory, NICs, InfiniBand ports, PCIe links, GPUs and library "
+       "versions at start, and flag a node that differs from the majority or has a PCIe link "
+       "trained below its width (docs/sweep.md, \"Topology preflight\")");
+  // clang-format on
+  return group;
+}
+
+po::options_description sweep_options() {
+  po::options_description group("Sweep (trainproof sweep; docs/sweep.md)");
+  // clang-format off
+  group.add_options()
+      ("sweep.mode", po::value<std::string>()->default_value("collectives"),
+       "collectives: every operation at every size; pairwise: every pair of nodes, one rank per "
+       "node, to name a slow node or link")
+      ("sweep.ops", po::value<std::string>()->default_value("all"),
+       "comma list of allreduce, allgather, reducescatter, broadcast, alltoall, sendrecv, or all")
+      ("sweep.min_bytes", po::value<int64_t>()->default_value(1024),
+       "smallest buffer in bytes (the whole buffer, as nccl-tests counts it)")
+      ("sweep.max_bytes", po::value<int64_t>()->default_value(int64_t(64) << 20),
+       "largest buffer in bytes")
+      ("sweep.factor", po::value<double>()->default_value(2.0),
+       "each size is the previous one times this (> 1)")
+      ("sweep.dtype", po::value<std::string>()->default_value("float32"),
+       "float32 or int32; bf16 and fp16 on comm.backend=nccl")
+      ("sweep.iters", po::value<int64_t>()->default_value(20),
+       "timed iterations per row (and again for the per-iteration p50/p99)")
+      ("sweep.warmup", po::value<int64_t>()->default_value(5), "untimed iterations before each row")
+      ("sweep.split", po::value<std::string>()->default_value("none"),
+       "none (all ranks), node (the ranks of each node at once: intra-node fabric) or rail (the "
+       "ranks with the same local rank across nodes: inter-node fabric)")
+      ("sweep.pair_bytes", po::value<int64_t>()->default_value(int64_t(64) << 20),
+       "pairwise: bytes each transfer of a pair moves")
+      ("sweep.pair_iters", po::value<int64_t>()->default_value(5),
+       "pairwise: timed transfers per pair and direction")
+      ("sweep.pair_ranks", po::value<std::string>()->default_value("node"),
+       "pairwise: node (the lowest rank of each node) or rail (every local rank measures its own "
+       "rail: local rank k of node a with local rank k of node b)")
+      ("sweep.flag_fraction", po::value<double>()->default_value(0.8),
+       "pairwise: a node or link below this fraction of its reference median is flagged (WARN)")
+      ("sweep.fail_fraction", po::value<double>()->default_value(0.5),
+       "pairwise: below this fraction a flag is a failure (FAIL)");
+  // clang-format on
+  return group;
+}
+
+po::options_description accept_options() {
+  po::options_description group("Acceptance (trainproof accept; docs/acceptance.md)");
+  // clang-format off
+  group.add_options()
+      ("accept.stages", po::value<std::string>()->default_value("all"),
+       "comma list of the stages to run, in this order whatever the list's: preflight "
+       "(inventory, versions, topology, a probe of the checkpoint and data folders), sweep "
+       "(allreduce and the other sweep.ops), pairwise (every pair of nodes; needs 2 or more "
+       "nodes), train (with data.dir and checkpoint.dir when set), restore (a cold restore of "
+       "the last checkpoint, its digest checked); or all. A skipped stage's checks are n/a")
+      ("baseline", po::value<std::string>()->default_value("")->value_name("FILE"),
+       "accept, train, sweep: a golden report of the same work; every metric of report compare "
+       "becomes a gate check (baseline_*) that fails below --tolerance of the golden value");
+  // clang-format on
+  return group;
+}
+
+po::options_description gate_options() {
+  po::options_description group(
+      "Gate (accept; a threshold of 0 is not checked; docs/acceptance.md, \"Checks\")");
+  // clang-format off
+  group.add_options()
+      ("gate.file", po::value<std::string>()->default_value("")->value_name("FILE"),
+       "a file of [gate] options only (scenarios/hosts/*.ini: a host type's reference "
+       "thresholds); the command line and --scenario win over it")
+      ("gate.scenario_hash", po::value<std::string>()->default_value(""),
+       "the scenario hash the thresholds were measured with (set in a host file); a run of "
+       "other work warns that AU and step CV thresholds may not apply")
+      ("gate.warn_margin", po::value<double>()->default_value(0.05),
+       "a check that clears its threshold by less than this share of it is WARN, in [0, 1)")
+      ("gate.retries", po::value<int>()->default_value(0),
+       "a stage with a failing check is run again up to this many times; a check that passes on "
+       "a retry is WARN, and the report keeps every attempt")
+      ("gate.min_busbw_gbps", po::value<double>()->default_value(0.0),
+       "sweep: least in-place bus bandwidth (GB/s) of allreduce, allgather and reducescatter, "
+       "each at gate.busbw_bytes")
+      ("gate.busbw_bytes", po::value<int64_t>()->default_value(int64_t(64) << 20),
+       "the buffer size gate.min_busbw_gbps is judged at (the sweep's nearest row not below it)")
+      ("gate.min_pair_gbps", po::value<double>()->default_value(0.0),
+       "pairwise: least bandwidth of every pair of nodes (GB/s); the fraction rule is "
+       "sweep.flag_fraction and sweep.fail_fraction. Under 3 nodes the pairwise check is n/a")
+      ("gate.max_step_cv", po::value<double>()->default_value(0.0),
+       "train: largest coefficient of variation (stddev / mean) of the step time")
+      ("gate.min_au", po::value<double>()->default_value(0.0),
+       "train: least accelerator utilisation (compute p50 / step p50)")
+      ("gate.min_straggler_score", po::value<double>()->default_value(0.8),
+       "train: least straggler score of any rank (median compute p50 / its own; low is slow)")
+      ("gate.max_comm_exposed_fraction", po::value<double>()->default_value(0.0),
+       "train: largest share of the step p50 spent waiting for communication after compute")
+      ("gate.min_ckpt_write_gbps", po::value<double>()->default_value(0.0),
+       "train: least aggregate checkpoint write bandwidth (GB/s)")
+      ("gate.max_ckpt_stall_fraction", po::value<double>()->default_value(0.0),
+       "train: largest checkpoint.stall_fraction (stall per checkpoint over the step p50 "
+       "times checkpoint.every)")
+      ("gate.min_restore_gbps", po::value<double>()->default_value(0.0),
+       "restore: least cold-restore read bandwidth (GB/s)")
+      ("gate.max_restore_s", po::value<double>()->default_value(0.0),
+       "restore: longest cold restore of the last checkpoint (s)")
+      ("gate.min_goodput", po::value<double>()->default_value(0.0),
+       "train: least goodput (productive time over the job's wall time, docs/acceptance.md)")
+      ("gate.drill", po::value<bool>()->default_value(false),
+       "the recovery drill must PASS; judged when report merge joins the drill's report")
+      ("gate.max_rto_s", po::value<double>()->default_value(0.0),
+       "drill: longest recovery time (failure to the first step after the relaunch), s")
+      ("gate.max_rpo_steps", po::value<double>()->default_value(0.0),
+       "drill: most steps lost to a failure");
+  // clang-format on
+  return group;
+}
+
+po::options_description cost_options() {
+  po::options_description group("Cost (docs/acceptance.md, \"Cost\"; 0: not priced)");
+  // clang-format off
+  group.add_options()
+      ("cost.node_hour", po::value<double>()->default_value(0.0),
+       "price of one node for one hour (give this or cost.gpu_hour)")
+      ("cost.gpu_hour", po::value<double>()->default_value(0.0),
+       "price of one GPU for one hour")
+      ("cost.storage_gb_month", po::value<double>()->default_value(0.0),
+       "price of keeping one GB for a month (the checkpoints kept)")
+      ("cost.data_gb", po::value<double>()->default_value(0.0),
+       "price of moving one GB (the dataset and checkpoint bytes read)")
+      ("cost.overhead_fraction", po::value<double>()->default_value(0.0),
+       "platform and operations, as a share added to the rest, >= 0")
+      ("cost.failures_per_node_day", po::value<double>()->default_value(0.0),
+       "expected failures per node and day, for the projection of what failures cost and the "
+       "checkpoint interval that minimises it")
+      ("cost.currency", po::value<std::string>()->default_value("USD"),
+       "the unit every money figure is printed in");
+  // clang-format on
+  return group;
+}
+
+po::options_description test_options() {
+  po::options_description group("Testing hooks (for the test suite; never in a real run)");
+  // clang-format off
+  group.add_options()
+      ("test.perturb_state_rank", po::value<int>()->default_value(-1),
+       "flip one parameter bit on this rank before the final digest")
+      ("test.corrupt_collective_rank", po::value<int>()->default_value(-1),
+       "falsify this rank's result in the collective self-check")
+      ("test.clock_offset_rank", po::value<int>()->default_value(-1),
+       "skew this rank's raw clock by test.clock_offset_s")
+      ("test.clock_offset_s", po::value<double>()->default_value(0.0), "the skew, in seconds")
+      ("test.skip_clock_alignment", po::value<bool>()->default_value(false),
+       "leave clocks unaligned (the negative control of the alignment)")
+      ("test.split_hosts", po::value<int>()->default_value(0),
+       "pretend the ranks are spread evenly over this many hosts")
+      ("test.skip_restore", po::value<std::string>()->default_value(""),
+       "moment1: a restore leaves the momentum zero (the negative control of resume equality)")
+      ("test.unshared_checkpoint_rank", po::value<int>()->default_value(-1),
+       "this rank's checkpoint preflight sees a folder of its own (the negative control of the "
+       "shared-folder check)")
+      ("test.host_memory_bytes", po::value<int64_t>()->default_value(0),
+       "> 0: the memory check at start takes this as the host's available memory")
+      ("test.read_delay_ms", po::value<double>()->default_value(0.0),
+       "each dataset sample read sleeps this long (the negative control of the data stall)")
+      ("test.mpi_error_rank", po::value<int>()->default_value(-1),
+       "make this rank issue an invalid MPI call before training (exit code 3 path)")
+      ("test.sysfs_root", po::value<std::string>()->default_value(""),
+       "the topology preflight of test.sysfs_root_rank's node reads this tree instead of /sys")
+      ("test.sysfs_root_rank", po::value<int>()->default_value(-1),
+       "the rank (the first of its node) that reads test.sysfs_root")
+      ("test.corrupt_sweep_rank", po::value<int>()->default_value(-1),
+       "sweep: perturb this world rank's result of every row before it is checked");
+  // clang-format on
+  return group;
+}
+
+}  // namespace
+
+po::options_description option_registry() {
+  po::options_description all;
+  all.add(general_options())
+      .add(model_options())
+      .add(train_options())
+      .add(compute_options())
+      .add(comm_options())
+      .add(checkpoint_options())
+      .add(watchdog_options())
+      .add(fault_options())
+      .add(data_options())
+      .add(drill_options())
+      .add(preflight_options())
+      .add(sweep_options())
+      .add(accept_options())
+      .add(gate_options())
+      .add(cost_options())
+      .add(test_options());
+  return all;
+}
+
+// Boost reflows a description to its own column width, which breaks any table inside it; this one
+// is printed as it stands. Keep it in step with parse_fault (train/faults.cpp) and docs/drills.md.
+std::string fault_grammar() {
+  return "Fault specs (--fault SPEC):\n"
+         "  slow:rank=R,ms=MS[,step=S]    rank R spends MS more milliseconds in compute\n"
+         "                                on every step (or only step S): a straggler\n"
+         "                                the report must flag\n"
+         "  kill:rank=R,step=S[,phase=P]  rank R SIGKILLs itself on entering phase P of\n"
+         "                                step S\n"
+         "  hang:rank=R,step=S[,phase=P]  rank R stops responding there; the watchdog\n"
+         "                                must abort the job and name it\n"
+         "                                (watchdog.timeout_s)\n"
+         "  stop:rank=R,step=S[,phase=P]  rank R SIGSTOPs itself there, every thread\n"
+         "                                frozen; the watchdog must name it alone\n"
+         "  corrupt:shard=R,mode=MODE     trainproof drill damages the newest committed\n"
+         "                                checkpoint before a relaunch restores it;\n"
+         "                                either field may be left out, not both\n"
+         "  random:seed=N                 one kill at a rank, step and phase drawn from\n"
+         "                                seed N\n"
+         "\n"
+         "  R     rank >= 0; corrupt: the rank whose file is damaged (default 0; in the\n"
+         "        shared-file layout, the shared file)\n"
+         "  S     step >= 1; ckpt-* phases: a step that takes a checkpoint\n"
+         "  MS    milliseconds > 0\n"
+         "  P     data, compute (default), comm, optimizer: on entering that phase\n"
+         "        ckpt-write (kill, stop): midway through writing its checkpoint data\n"
+         "        ckpt-commit (kill, stop): its files durable, its checksum not yet\n"
+         "        reported; on rank 0 after the manifest, before the rename\n"
+         "  MODE  flip (default): one byte flipped; truncate: cut to half; delete\n"
+         "  N     seed >= 0; the same seed draws the same kill, so a failure replays\n"
+         "\n"
+         "A fault that can never fire (a rank outside the world, a step past train.steps,\n"
+         "a checkpoint phase at a step without a checkpoint) is an error. Examples:\n"
+         "  --fault slow:rank=1,ms=20\n"
+         "  --fault kill:rank=0,step=8,phase=ckpt-commit\n"
+         "  --fault hang:rank=1,step=5,phase=comm\n"
+         "  --fault stop:rank=2,step=5,phase=comm\n"
+         "  --fault corrupt:shard=1,mode=truncate\n"
+         "  --fault random:seed=3\n";
+}
+}  // namespace tp

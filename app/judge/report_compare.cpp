@@ -1,0 +1,154 @@
+#include "app/judge/report_compare.h"
+
+#include <cstdio>
+
+#include "app/report/gate.h"
+#include "app/report/summary_parts.h"
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+
+struct Metric {
+  const char* name;
+  const char* pointer;  // JSON pointer into a report
+  bool higher_is_better;
+  const char* unit;
+};
+
+constexpr Metric kMetrics[] = {
+    {"samples/s", "/train/samples_per_s", true, "samples/s"},
+    {"tokens/s", "/train/tokens_per_s", true, "tokens/s"},
+    {"AU", "/train/au", true, ""},
+    {"step p50", "/train/phases/step/p50", false, "s"},
+    {"compute p50", "/train/phases/compute/p50", false, "s"},
+    {"comm p50", "/train/phases/comm/p50", false, "s"},
+    {"achieved FLOP/s", "/train/achieved_flops", true, "FLOP/s"},
+    {"checkpoint write", "/checkpoint/write_gbps", true, "GB/s"},
+    {"checkpoint restore", "/checkpoint/restore_gbps", true, "GB/s"},
+    {"checkpoint stall fraction", "/checkpoint/stall_fraction", false, ""},
+    {"data read", "/data/read_gbps", true, "GB/s"},
+    {"sweep avg busbw", "/sweep/groups/0/avg_busbw_gbps", true, "GB/s"},
+    {"sweep avg busbw >= 1 MiB", "/sweep/groups/0/avg_busbw_gbps_1mib", true, "GB/s"},
+};
+
+const json* find(const json& report, const char* pointer) {
+  const json::json_pointer p(pointer);
+  return report.contains(p) ? &report.at(p) : nullptr;
+}
+
+// A metric's value, when the report holds it as a number.
+const json* number_at(const json& report, const char* pointer) {
+  const json* value = find(report, pointer);
+  return value && value->is_number() ? value : nullptr;
+}
+
+json metric_row(const Metric& m, const json& golden, const json& fresh, double tolerance) {
+  json row = {
+      {"name", m.name}, {"unit", m.unit}, {"better", m.higher_is_better ? "higher" : "lower"}};
+  const json* g = number_at(golden, m.pointer);
+  const json* n = number_at(fresh, m.pointer);
+  row["golden"] = g ? *g : json(nullptr);
+  row["new"] = n ? *n : json(nullptr);
+  row["ratio"] = nullptr;
+  if (!g || !n) {
+    row["status"] = "n/a";
+    row["reason"] = std::string("not in ") + (!g && !n ? "either report"
+                                              : !g     ? "the golden report"
+                                                       : "the new report");
+    return row;
+  }
+  const double gv = g->get<double>(), nv = n->get<double>();
+  if (gv == 0) {
+    row["status"] = "n/a";
+    row["reason"] = "golden is 0";
+    return row;
+  }
+  const double ratio = nv / gv;
+  row["ratio"] = ratio;
+  // The share of the golden figure the new one keeps, in the metric's better direction.
+  const double kept = m.higher_is_better ? ratio : (nv > 0 ? gv / nv : 1e300);
+  const bool fell = kept < tolerance;
+  row["status"] = fell ? "fail" : "pass";
+  char text[160];
+  std::snprintf(text, sizeof text, "%s %.3g%% of golden (%s is better; tolerance %.3g)",
+                fell ? "fell to" : "kept", 100.0 * std::min(kept, 1e6),
+                m.higher_is_better ? "higher" : "lower", tolerance);
+  row["reason"] = text;
+  return row;
+}
+
+std::string text_of(const json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+void note_difference(json& differences, const std::string& what, const json* golden,
+                     const json* fresh) {
+  if (!golden || !fresh || *golden == *fresh) return;
+  differences.push_back(what + " differ: golden " + text_of(*golden) + ", new " + text_of(*fresh));
+}
+
+json differences_of(const json& golden, const json& fresh) {
+  json differences = json::array();
+  const json* gh = find(golden, "/context/scenario_hash");
+  const json* nh = find(fresh, "/context/scenario_hash");
+  if (gh && nh && *gh != *nh)
+    differences.push_back("scenario hashes differ (golden " + text_of(*gh) + ", new " +
+                          text_of(*nh) + "): this compares different work");
+  note_difference(differences, "world sizes", find(golden, "/context/world_size"),
+                  find(fresh, "/context/world_size"));
+  note_difference(differences, "steps", find(golden, "/train/steps_completed"),
+                  find(fresh, "/train/steps_completed"));
+  note_difference(differences, "compute backends", find(golden, "/context/backends/compute"),
+                  find(fresh, "/context/backends/compute"));
+  note_difference(differences, "comm backends", find(golden, "/context/backends/comm"),
+                  find(fresh, "/context/backends/comm"));
+  for (const char* key : {"/sweep/min_bytes", "/sweep/max_bytes", "/sweep/dtype", "/sweep/backend"})
+    note_difference(differences, std::string("sweep ") + (key + 7), find(golden, key),
+                    find(fresh, key));
+  return differences;
+}
+
+}  // namespace
+
+json compare_reports(const json& golden, const json& fresh, double tolerance) {
+  json metrics = json::array();
+  bool compared = false, fell = false;
+  for (const Metric& m : kMetrics) {
+    json row = metric_row(m, golden, fresh, tolerance);
+    compared = compared || row["status"] != "n/a";
+    fell = fell || row["status"] == "fail";
+    metrics.push_back(std::move(row));
+  }
+  return {{"tolerance", tolerance},
+          {"metrics", metrics},
+          {"differences", differences_of(golden, fresh)},
+          {"verdict", fell       ? "FAIL"
+                      : compared ? "PASS"
+                                 : "NONE"}};
+}
+
+std::string render_comparison(const json& c) {
+  std::string out = printf_text("%-26s %14s %14s %8s  %-6s  %s\n", "metric", "golden", "new",
+                                "ratio", "better", "status");
+  auto number = [](const json& v) {
+    if (v.is_null()) return std::string("-");
+    return printf_text("%.4g", v.get<double>());
+  };
+  for (const json& m : c.at("metrics"))
+    out += printf_text(
+        "%-26s %14s %14s %8s  %-6s  %s\n", m.at("name").get<std::string>().c_str(),
+        number(m.at("golden")).c_str(), number(m.at("new")).c_str(),
+        m.at("ratio").is_null() ? "-" : printf_text("%.3f", m.at("ratio").get<double>()).c_str(),
+        m.at("better").get<std::string>().c_str(),
+        m.at("status").get<std::string>() == "fail"
+            ? ("FAIL: " + m.at("reason").get<std::string>()).c_str()
+            : m.at("status").get<std::string>().c_str());
+  for (const json& d : c.at("differences")) out += "note: " + d.get<std::string>() + "\n";
+  out += printf_text("tolerance %.3g; verdict: %s\n", c.at("tolerance").get<double>(),
+                     c.at("verdict").get<std::string>().c_str());
+  return out;
+}
+
+}  // namespace tp

@@ -1,0 +1,36 @@
+// The verdict shared by every report kind (docs/report.md, "Verdict"): checks with a status, the
+// verdict they give, and its exit code.
+#include "app/report/gate.h"
+
+#include "common/errors.h"
+
+namespace tp {
+
+using nlohmann::json;
+
+json gate_check(const std::string& name, json value, json threshold, const std::string& status,
+                const std::string& reason) {
+  return {{"name", name},
+          {"value", value},
+          {"threshold", threshold},
+          {"status", status},
+          {"reason", reason}};
+}
+
+std::string verdict_of_checks(const json& checks) {
+  std::string verdict = "PASS";
+  bool judged = false;  // some check measured something: all "n/a" is no verdict at all
+  for (const auto& c : checks) {
+    if (c["status"] == "fail") return "FAIL";
+    if (c["status"] == "none") verdict = "NONE";
+    if (c["status"] == "warn" && verdict == "PASS") verdict = "WARN";
+    judged = judged || c["status"] != "n/a";
+  }
+  return judged || checks.empty() ? verdict : "NONE";
+}
+
+int exit_code_for(const std::string& verdict) {
+  return verdict == "FAIL" ? kExitFail : kExitPass;
+}
+
+}  // namespace tp

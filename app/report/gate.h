@@ -1,0 +1,25 @@
+#pragma once
+// What every report kind shares: its schema, gate.checks[] and the verdict they give
+// (docs/report.md, "Schema" and "Verdict").
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace tp {
+
+inline constexpr const char* kReportSchema = "trainproof.report/2";
+// Reports `trainproof report` still reads: /1 had no context.nodes, and nvidia_smi_topo (rank 0's
+// alone) in the context itself.
+inline constexpr const char* kOlderReportSchema = "trainproof.report/1";
+
+// One entry of gate.checks[]: status is pass, warn, fail, none, or n/a (a skipped stage's check,
+// app/judge/thresholds.h).
+nlohmann::json gate_check(const std::string& name, nlohmann::json value, nlohmann::json threshold,
+                          const std::string& status, const std::string& reason);
+// FAIL when any check fails, else NONE when nothing ran (or every check is n/a), else WARN when
+// any warns, else PASS.
+std::string verdict_of_checks(const nlohmann::json& checks);
+
+// Exit code for a verdict string: PASS, WARN and NONE (nothing ran) are 0, FAIL is 1.
+int exit_code_for(const std::string& verdict);
+
+}  // namespace tp

@@ -1,0 +1,170 @@
+#include "app/report/sweep_summary.h"
+
+#include <cstdio>
+#include <map>
+
+#include "app/report/summary_parts.h"
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+
+// nccl-tests' names for the element types, so a pasted table reads like its own.
+std::string nccl_tests_type(const std::string& dtype) {
+  if (dtype == "float32") return "float";
+  if (dtype == "bf16") return "bfloat16";
+  if (dtype == "fp16") return "half";
+  return dtype;
+}
+
+// Microseconds with as many decimals as fit 7 columns.
+std::string time_cell(double us) {
+  return us < 100     ? printf_text("%7.2f", us)
+         : us < 10000 ? printf_text("%7.1f", us)
+                      : printf_text("%7.0f", us);
+}
+
+std::string pass_cells(const json& row) {
+  if (!row.is_object() || !row.value("not_run", std::string()).empty())
+    return printf_text("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+  return printf_text("  %s  %6.2f  %6.2f  %6llu", time_cell(row.at("time_us").at("mean")).c_str(),
+                     row.at("algbw_gbps").get<double>(), row.at("busbw_gbps").get<double>(),
+                     static_cast<unsigned long long>(row.at("wrong").get<uint64_t>()));
+}
+
+std::string tables(const json& sweep) {
+  std::string out;
+  for (const json& group : sweep.at("groups")) {
+    const std::string name = group.at("name");
+    std::string op;
+    const json* pending = nullptr;  // the out-of-place row waiting for its in-place twin
+    for (const json& row : sweep.at("results")) {
+      if (row.at("group") != name) continue;
+      if (row.at("op") != op) {
+        op = row.at("op");
+        out += sweep_table_header(op, name, group.at("ranks").get<int>());
+      }
+      if (!row.at("in_place").get<bool>()) {
+        pending = &row;
+        continue;
+      }
+      out += sweep_table_line(pending ? *pending : json(nullptr), row);
+      pending = nullptr;
+    }
+    out += sweep_average_lines(group.at("avg_busbw_gbps"), group.at("avg_busbw_gbps_1mib"));
+  }
+  return out;
+}
+
+std::string wrong_lines(const json& sweep) {
+  if (sweep.at("wrong").get<uint64_t>() == 0) return "";
+  return printf_text("\n%llu wrong elements; the first wrong row: %s\n",
+                     static_cast<unsigned long long>(sweep.at("wrong").get<uint64_t>()),
+                     sweep.at("first_wrong").get<std::string>().c_str());
+}
+
+std::string header(const json& ctx, const json& sweep) {
+  return printf_text("\ntrainproof sweep (%s): %d ranks on %zu hosts, comm %s, %s, split %s\n",
+                     sweep.at("mode").get<std::string>().c_str(), ctx.at("world_size").get<int>(),
+                     ctx.at("hosts").size(), sweep.at("backend").get<std::string>().c_str(),
+                     sweep.at("dtype").get<std::string>().c_str(),
+                     sweep.at("split").get<std::string>().c_str());
+}
+
+std::string group_lines(const json& sweep) {
+  if (sweep.at("groups").size() < 2) return "";
+  std::string out = "\ngroups (average busbw over every size; over sizes >= 1 MiB):\n";
+  for (const json& g : sweep.at("groups"))
+    out += printf_text("  %-28s %3d ranks  %8.2f GB/s  %8.2f GB/s\n",
+                       g.at("name").get<std::string>().c_str(), g.at("ranks").get<int>(),
+                       g.at("avg_busbw_gbps").get<double>(),
+                       g.at("avg_busbw_gbps_1mib").get<double>());
+  return out + "slowest group: " + sweep.at("slowest_group").get<std::string>() + "\n";
+}
+
+// MB/s, so a throttled link and a 400 Gb/s port both read at a glance.
+std::string matrix_table(const json& hosts, const json& m, const std::string& title) {
+  std::string out = "\n" + title + ", MB/s (row sends to column):\n" + printf_text("  %-20s", "");
+  for (const json& h : hosts) out += printf_text(" %12.12s", h.get<std::string>().c_str());
+  out += "\n";
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    out += printf_text("  %-20.20s", hosts[i].get<std::string>().c_str());
+    for (const json& cell : m[i])
+      out += cell.is_null() ? printf_text(" %12s", "-")
+                            : printf_text(" %12.1f", cell.get<double>() * 1e3);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string pairwise_lines(const json& p) {
+  std::string out = printf_text("\npairwise: %llu bytes x %d per pair and direction\n",
+                                static_cast<unsigned long long>(p.at("pair_bytes").get<uint64_t>()),
+                                p.at("pair_iters").get<int>());
+  for (const json& rail : p.at("rails")) {
+    const std::string name = "rail " + std::to_string(rail.at("rail").get<int>());
+    out +=
+        matrix_table(rail.at("hosts"), rail.at("one_way_gbps"), name + ", one direction at a time");
+    out += matrix_table(rail.at("hosts"), rail.at("both_ways_gbps"),
+                        name + ", both directions at once");
+    if (const std::string note = rail.at("note"); !note.empty()) out += "  " + note + "\n";
+    for (const json& link : rail.at("bad_links")) out += "  bad " + link.get<std::string>() + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string sweep_table_header(const std::string& op, const std::string& group, int ranks) {
+  return printf_text("#\n# %s, %d ranks (%s)\n", op.c_str(), ranks, group.c_str()) +
+         "#                                                              out-of-place            "
+         "           in-place\n"
+         "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+         "time   algbw   busbw #wrong\n"
+         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+         "(us)  (GB/s)  (GB/s)\n";
+}
+
+std::string sweep_table_line(const json& out_of_place, const json& in_place) {
+  const json& any = out_of_place.is_object() ? out_of_place : in_place;
+  return printf_text("%12llu  %12llu  %8s  %6s  %6d",
+                     static_cast<unsigned long long>(any.at("bytes").get<uint64_t>()),
+                     static_cast<unsigned long long>(any.at("count").get<uint64_t>()),
+                     nccl_tests_type(any.at("dtype")).c_str(),
+                     any.at("redop").get<std::string>().c_str(), any.at("root").get<int>()) +
+         pass_cells(out_of_place) + pass_cells(in_place) + "\n";
+}
+
+std::string sweep_average_lines(double all_sizes_gbps, double large_sizes_gbps) {
+  return printf_text("# Avg bus bandwidth    : %g\n# Avg bus bandwidth (sizes >= 1 MiB) : %g\n#\n",
+                     all_sizes_gbps, large_sizes_gbps);
+}
+
+std::string render_sweep_summary(const json& untrusted, bool with_tables) {
+  const json report = visible(untrusted);
+  const json& ctx = report.at("context");
+  const json& sweep = report.at("sweep");
+  std::string out;
+  // After a table printed live, nccl-tests' closing lines follow it at once.
+  if (!with_tables && !sweep.contains("pairwise") && sweep.at("groups").size() == 1) {
+    const json& g = sweep.at("groups").front();
+    out += sweep_average_lines(g.at("avg_busbw_gbps"), g.at("avg_busbw_gbps_1mib"));
+  }
+  out += header(ctx, sweep);
+  if (sweep.contains("pairwise"))
+    out += pairwise_lines(sweep.at("pairwise"));
+  else if (with_tables)
+    out += tables(sweep);
+  if (sweep.contains("groups")) {
+    out += group_lines(sweep);
+    out += wrong_lines(sweep);
+  }
+  out += flagged_nodes(report.at("nodes"));
+  out += warning_lines(ctx.at("warnings"));
+  out += check_lines(report.at("gate").at("checks"));
+  out += "verdict: " + report.at("verdict").get<std::string>() + "\n";
+  return out;
+}
+
+}  // namespace tp

@@ -1,0 +1,62 @@
+#include "app/stages/sweep_config.h"
+
+#include "app/cli/option_values.h"
+#include "fabric/sweep_data.h"
+
+namespace tp {
+namespace {
+
+namespace po = boost::program_options;
+
+// Far beyond any fabric test, and small enough that two buffers of it fit a host's memory.
+constexpr int64_t kMaxSweepBytes = int64_t(16) << 30;
+
+ElementType element_type_from(const po::variables_map& vm) {
+  const std::string name = one_of(vm, "sweep.dtype", {"float32", "int32", "bf16", "fp16"});
+  for (ElementType t : {ElementType::f32, ElementType::i32, ElementType::bf16, ElementType::f16})
+    if (sweep_type_name(t) == name) return t;
+  return ElementType::f32;
+}
+
+SweepPlan plan_from(const po::variables_map& vm) {
+  SweepPlan plan;
+  plan.ops = parse_sweep_ops(vm["sweep.ops"].as<std::string>(), "sweep.ops");
+  plan.type = element_type_from(vm);
+  plan.min_bytes = uint64_t(bounded<int64_t>(vm, "sweep.min_bytes", 0, kMaxSweepBytes, "bytes"));
+  plan.max_bytes = uint64_t(bounded<int64_t>(vm, "sweep.max_bytes", 1, kMaxSweepBytes, "bytes"));
+  if (plan.min_bytes > plan.max_bytes)
+    throw UsageError("sweep.min_bytes=" + std::to_string(plan.min_bytes) +
+                     " is larger than sweep.max_bytes=" + std::to_string(plan.max_bytes));
+  plan.factor = in_range(vm, "sweep.factor", 1.0, 1e6, true);
+  if (plan.min_bytes == 0 && plan.max_bytes > 0)
+    throw UsageError("sweep.min_bytes=0 cannot grow by sweep.factor: start at 1 byte or more");
+  plan.iters = int(bounded<int64_t>(vm, "sweep.iters", 1, 1000000, "timed iterations"));
+  plan.warmup = int(bounded<int64_t>(vm, "sweep.warmup", 0, 1000000, "warm-up iterations"));
+  plan.corrupt_rank = vm["test.corrupt_sweep_rank"].as<int>();
+  return plan;
+}
+
+}  // namespace
+
+SweepConfig sweep_config_from(const po::variables_map& vm) {
+  SweepConfig c;
+  c.mode = one_of(vm, "sweep.mode", {"collectives", "pairwise"});
+  c.plan = plan_from(vm);
+  c.split = one_of(vm, "sweep.split", {"none", "node", "rail"});
+  c.pair_bytes = uint64_t(bounded<int64_t>(vm, "sweep.pair_bytes", 4, kMaxSweepBytes, "bytes"));
+  c.pair_iters = int(bounded<int64_t>(vm, "sweep.pair_iters", 1, 1000000, "transfers"));
+  c.pair_ranks = one_of(vm, "sweep.pair_ranks", {"node", "rail"});
+  c.flag_fraction = in_range(vm, "sweep.flag_fraction", 0.0, 1.0, true);
+  c.fail_fraction = in_range(vm, "sweep.fail_fraction", 0.0, 1.0, false);
+  if (c.fail_fraction > c.flag_fraction)
+    throw UsageError("sweep.fail_fraction=" + std::to_string(c.fail_fraction) +
+                     " is above sweep.flag_fraction=" + std::to_string(c.flag_fraction) +
+                     ": a failure must be a flag too");
+  if (c.mode == "pairwise" && c.split != "none")
+    throw UsageError("sweep.split=" + c.split +
+                     " applies to sweep.mode=collectives; pairwise mode chooses its ranks with "
+                     "sweep.pair_ranks");
+  return c;
+}
+
+}  // namespace tp

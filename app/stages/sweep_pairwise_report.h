@@ -1,0 +1,22 @@
+#pragma once
+// The pairwise pass in the sweep report (docs/sweep.md, "Reading the matrix"): the matrices, the
+// flags with reasons a person can act on, and the checks that set the verdict.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app/stages/sweep_report.h"
+
+namespace tp {
+
+nlohmann::json pairwise_json(const PairwiseRecord& record);
+// Conditions that make the matrix's flags less trustworthy, for context.warnings.
+std::vector<std::string> pairwise_warnings(const PairwiseRecord& record);
+// Each flagged host's reasons, for nodes[].
+std::map<std::string, std::vector<std::string>> pairwise_node_reasons(const PairwiseRecord& record);
+// pairwise_correctness (a wrong element is FAIL) and pairwise_flags (a flag is WARN, a flag below
+// sweep.fail_fraction FAIL).
+nlohmann::json pairwise_checks(const PairwiseRecord& record);
+
+}  // namespace tp

@@ -1,0 +1,207 @@
+// The sweep stage: one rank of a fabric sweep, as a sequence of named steps (docs/sweep.md).
+#include "app/stages/sweep_stage.h"
+
+#include <mpi.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "app/report/context.h"
+#include "app/report/report_text.h"
+#include "app/report/sweep_summary.h"
+#include "app/stages/backend_selection.h"
+#include "app/stages/run_facts.h"
+#include "app/stages/sweep_pairwise.h"
+#include "app/stages/sweep_report.h"
+#include "app/stages/topology_facts.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "common/sysinfo.h"
+#include "fabric/sweep_data.h"
+#include "mpi/check.h"
+#include "mpi/gather.h"
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+
+// The ranks this rank sweeps among (sweep.split), with the communicators that reach them.
+struct GroupSetup {
+  std::unique_ptr<Collective> split;  // null when the group is the world
+  MPI_Comm comm = MPI_COMM_NULL;      // owned when `split` is set
+  std::string name;
+  std::vector<int> world_ranks;
+  Collective& collective(Collective& world_collective) const {
+    return split ? *split : world_collective;
+  }
+};
+
+GroupSetup make_group(const std::string& split, const World& world, Collective& all) {
+  GroupSetup g;
+  if (split == "none") {
+    g.comm = world.comm;
+    g.name = "world";
+    for (int r = 0; r < world.size; ++r) g.world_ranks.push_back(r);
+    return g;
+  }
+  const int node =
+      int(std::find(world.hosts.begin(), world.hosts.end(), world.host) - world.hosts.begin());
+  const int rail = world.index_on_host();
+  const int color = split == "node" ? node : rail;
+  g.name = split == "node" ? "node " + world.host : "rail " + std::to_string(rail);
+  g.split = all.split(color, world.rank);
+  mpiCheck(MPI_Comm_split(world.comm, color, world.rank, &g.comm));
+  int size = 0;
+  MPI_Comm_size(g.comm, &size);
+  g.world_ranks.resize(size_t(size));
+  mpiCheck(MPI_Allgather(&world.rank, 1, MPI_INT, g.world_ranks.data(), 1, MPI_INT, g.comm));
+  return g;
+}
+
+// A dtype the backend lacks is a usage error, found before anything is timed.
+void check_backend_runs(const SweepConfig& cfg, const World& world, const Collective& comm) {
+  std::string problem;
+  for (CollectiveOp op : cfg.plan.ops)
+    if (const std::string why = comm.cannot_run(op, cfg.plan.type, false); !why.empty()) {
+      problem = "sweep.dtype=" + sweep_type_name(cfg.plan.type) +
+                " with comm.backend=" + comm.name() + ": " + why;
+      break;
+    }
+  if (problem.empty() && world.size > most_exact_ranks(cfg.plan.type))
+    problem = "sweep.dtype=" + sweep_type_name(cfg.plan.type) + " cannot hold a sum over " +
+              std::to_string(world.size) + " ranks exactly (at most " +
+              std::to_string(most_exact_ranks(cfg.plan.type)) +
+              "), so its results could not be checked; use float32";
+  agree_or_throw<UsageError>(world, problem);
+}
+
+// Rank 0 prints as the sweep goes: the table itself for one group, as nccl-tests does; a line
+// per operation when the groups run side by side (their tables follow in the summary).
+class LivePrinter {
+ public:
+  LivePrinter(const World& world, const GroupSetup& group, bool whole_table)
+      : on_(world.rank == 0), whole_table_(whole_table), group_(group) {}
+  void operator()(const SweepRow& row) {
+    if (!on_) return;
+    const json j = sweep_row_json(row, group_.name);
+    const bool new_op = j["op"] != op_;
+    if (new_op && !op_.empty() && !whole_table_)
+      std::cout << "sweep: " << op_ << " done (" << group_.name << ")\n" << std::flush;
+    if (new_op) {
+      op_ = j["op"];
+      if (whole_table_)
+        std::cout << sweep_table_header(op_, group_.name, int(group_.world_ranks.size()));
+    }
+    if (!row.in_place) {
+      pending_ = j;
+    } else if (whole_table_) {
+      std::cout << sweep_table_line(pending_, j) << std::flush;
+    }
+  }
+
+ private:
+  bool on_, whole_table_;
+  const GroupSetup& group_;
+  std::string op_;
+  json pending_;
+};
+
+// Every group's rows at rank 0: each group's first rank sends them (every rank of a group holds
+// the same rows: times and counts were reduced over the group).
+std::vector<SweepGroupRecord> gather_groups(const World& world, const GroupSetup& group,
+                                            Collective& collective,
+                                            const std::vector<SweepRow>& rows) {
+  json mine;  // null: this rank does not speak for its group
+  if (collective.group_rank() == 0) {
+    json rows_json = json::array();
+    for (const SweepRow& row : rows) rows_json.push_back(sweep_row_json(row, group.name));
+    mine = {{"name", group.name}, {"world_ranks", group.world_ranks}, {"rows", rows_json}};
+  }
+  std::vector<SweepGroupRecord> groups;
+  for (const json& j : gather_records_at_root(world, mine)) {
+    if (j.is_null()) continue;
+    SweepGroupRecord g{j.at("name"), j.at("world_ranks"), {}};
+    for (const json& row : j.at("rows")) g.rows.push_back(sweep_row_from_json(row));
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+std::vector<SweepGroupRecord> run_collectives(const SweepConfig& cfg, const World& world,
+                                              Collective& all) {
+  GroupSetup group = make_group(cfg.split, world, all);
+  Collective& collective = group.collective(all);
+  SweepPlan plan = cfg.plan;
+  // The switch names a world rank; the runner perturbs a group rank.
+  const auto corrupt =
+      std::find(group.world_ranks.begin(), group.world_ranks.end(), cfg.plan.corrupt_rank);
+  plan.corrupt_rank =
+      corrupt == group.world_ranks.end() ? -1 : int(corrupt - group.world_ranks.begin());
+  LivePrinter live(world, group, cfg.split == "none");
+  const SweepGroup sweep_group{collective, group.comm, group.world_ranks};
+  const std::vector<SweepRow> rows = run_sweep(sweep_group, plan, std::ref(live));
+  auto groups = gather_groups(world, group, collective, rows);
+  if (group.split) MPI_Comm_free(&group.comm);
+  return groups;
+}
+
+json sweep_context(const Invocation& inv, const TrainConfig& train, const World& world,
+                   const std::string& start_time, const Backends& backends,
+                   const HostGpuFacts& gpus, int iters, const json& nodes) {
+  const ContextInputs in{inv,
+                         train,
+                         world,
+                         start_time,
+                         {backends.compute->name(), backends.comm->name(), backends.notes,
+                          backends.gpu, backends.gpu_sharers},
+                         gpus.gpus,
+                         gpus.warnings,
+                         iters,
+                         std::nullopt,
+                         nodes,
+                         {}};
+  return build_context(in);
+}
+
+}  // namespace
+
+json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfig& train,
+                 const World& world) {
+  const std::string start_time = utc_timestamp();
+  Backends backends = select_backends(train, world, nullptr);
+  check_backend_runs(cfg, world, *backends.comm);
+  const TopologyPreflight topology = run_topology_preflight(train, world, backends);
+  if (world.rank == 0 && cfg.mode == "collectives")
+    spdlog::info("sweep: {} ranks on {} hosts, comm {}, {}, {} to {} bytes, split {}", world.size,
+                 world.hosts.size(), backends.comm->name(), sweep_type_name(cfg.plan.type),
+                 cfg.plan.min_bytes, cfg.plan.max_bytes, cfg.split);
+  if (world.rank == 0 && cfg.mode == "pairwise")
+    spdlog::info("sweep: pairwise over {} hosts ({} ranks), comm {}", world.hosts.size(),
+                 world.size, backends.comm->name());
+  SweepRecord record;
+  record.config = cfg;
+  record.backend = backends.comm->name();
+  record.host_of_rank = world.host_of_rank;
+  record.hosts = world.hosts;
+  record.topology_reasons = topology.judgement.reasons;
+  if (cfg.mode == "pairwise")
+    record.pairwise =
+        run_pairwise(cfg, world, *backends.comm,
+                     train.test.sysfs_root_rank == world.rank && !train.test.sysfs_root.empty()
+                         ? train.test.sysfs_root
+                         : "/sys");
+  else
+    record.groups = run_collectives(cfg, world, *backends.comm);
+  const HostGpuFacts gpus = gather_gpu_facts(world, backends);
+  if (world.rank == 0)
+    // The context's few-samples warning speaks of training steps; the sweep report words its
+    // own (app/stages/sweep_report.cpp).
+    record.context = sweep_context(inv, train, world, start_time, backends, gpus,
+                                   kEnoughTimedIterations, topology.nodes);
+  return world.rank == 0 ? build_sweep_report(record) : json();
+}
+
+}  // namespace tp

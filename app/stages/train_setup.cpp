@@ -1,0 +1,197 @@
+#include "app/stages/train_setup.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "common/errors.h"
+#include "common/files.h"
+#include "common/sysinfo.h"
+#include "mpi/check.h"
+#include "train/faults.h"
+
+namespace tp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The dataset the options ask for: the index's, with each explicitly given shape option.
+DatasetSpec wanted_dataset(const TrainConfig& cfg, const DatasetSpec& found) {
+  DatasetSpec wanted = found;
+  for (const std::string& name : cfg.data.given) {
+    if (name == "data.format") wanted.format = cfg.data.format;
+    if (name == "data.files") wanted.files = cfg.data.files;
+    if (name == "data.samples") wanted.samples = cfg.data.samples;
+    if (name == "data.sample_bytes") wanted.sample_bytes = cfg.data.sample_bytes;
+    if (name == "data.spread") wanted.spread = cfg.data.spread;
+  }
+  wanted.seed = cfg.seed;
+  return wanted;
+}
+
+LoaderOptions loader_options(const TrainConfig& cfg, const DatasetSpec& dataset,
+                             const World& world) {
+  LoaderOptions lo;
+  lo.readers = cfg.data.readers;
+  lo.prefetch = cfg.data.prefetch;
+  lo.verify = cfg.data.verify;
+  lo.drop_cache = cfg.data.cache == "drop";
+  lo.direct = cfg.data.direct;
+  lo.test_read_delay_ms = cfg.test.read_delay_ms;
+  lo.last_step = cfg.steps;
+  if (cfg.data.rank_shift >= 0) {
+    // Shard f was written by rank f mod N (prepare-data); read the shards of the rank K nodes
+    // away, a node being the ranks that share this rank's host.
+    const int per_node = world.ranks_on(world.host);
+    const int source_rank =
+        int((int64_t(world.rank) + int64_t(cfg.data.rank_shift) * per_node) % world.size);
+    for (int f = source_rank; f < dataset.files; f += world.size) lo.shards.push_back(f);
+    if (lo.shards.empty())
+      throw UsageError("data.rank_shift needs data.files >= the world size (" +
+                       std::to_string(dataset.files) + " files, " + std::to_string(world.size) +
+                       " ranks)");
+  }
+  return lo;
+}
+
+// The text of the UsageError `check` throws, "" when it throws none.
+template <class Check>
+std::string usage_problem(Check check) {
+  try {
+    check();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+std::unique_ptr<Heartbeat> prepare_outputs(const TrainConfig& cfg, const std::string& report_path,
+                                           const World& world) {
+  // The report path first: a refused run leaves nothing behind, not even the heartbeat folder.
+  std::string problem = usage_problem([&] {
+    if (world.rank == 0) check_output_file("--report", report_path);
+  });
+  agree_or_throw<UsageError>(world, problem);
+  std::unique_ptr<Heartbeat> heartbeat;
+  problem = usage_problem([&] {
+    heartbeat = std::make_unique<Heartbeat>(
+        cfg.watchdog_dir.empty()
+            ? (fs::absolute(report_path).parent_path() / "trainproof-heartbeats").string()
+            : cfg.watchdog_dir,
+        world.rank, world.host);
+  });
+  agree_or_throw<UsageError>(world, problem);
+  return heartbeat;
+}
+
+std::optional<DatasetSpec> reconcile_dataset(TrainConfig& cfg, const World& world) {
+  if (cfg.data.dir.empty()) return std::nullopt;
+  std::optional<DatasetSpec> dataset;
+  std::string problem;
+  try {
+    dataset = read_index(cfg.data.dir);
+    if (const std::string d = index_difference(*dataset, wanted_dataset(cfg, *dataset)); !d.empty())
+      problem = "data.dir '" + cfg.data.dir + "' holds a different dataset (" + d +
+                "; dataset vs this run); rerun prepare-data";
+  } catch (const UsageError& e) {
+    problem = e.what();
+  }
+  agree_or_throw<UsageError>(world, problem);
+  cfg.data.format = dataset->format;
+  cfg.data.files = dataset->files;
+  cfg.data.samples = dataset->samples;
+  cfg.data.sample_bytes = dataset->sample_bytes;
+  cfg.data.spread = dataset->spread;
+  if (cfg.epochs > 0)
+    cfg.steps =
+        int64_t(std::ceil(cfg.epochs * double(dataset->samples) / double(cfg.model.global_batch)));
+  return dataset;
+}
+
+void resolve_faults(TrainConfig& cfg, const World& world) {
+  for (FaultSpec& f : cfg.faults) {
+    if (f.kind == FaultSpec::Kind::corrupt)
+      throw UsageError("--fault '" + f.text +
+                       "': corrupt damages a checkpoint between runs, so only trainproof drill "
+                       "applies it");
+    if (f.kind == FaultSpec::Kind::random) {
+      const std::string seed = f.text;
+      f = resolve_random(f, world.size, cfg.steps, cfg.checkpoint_every);
+      if (world.rank == 0) spdlog::warn("fault {} drew {}", seed, f.text);
+    }
+  }
+  // checkpoint.every is 0 without checkpoint.dir (the command line refuses anything else).
+  validate_faults(cfg.faults, world.size, cfg.steps, cfg.checkpoint_every);
+}
+
+BatchSetup make_batch_source(const TrainConfig& cfg, const std::optional<DatasetSpec>& dataset,
+                             BatchShare share, const World& world) {
+  BatchSetup setup;
+  if (!dataset) {
+    setup.source = std::make_unique<SyntheticBatchSource>(cfg.model, share, cfg.seed);
+    return setup;
+  }
+  std::string problem;
+  try {
+    auto loader = std::make_unique<DatasetBatchSource>(*dataset, cfg.model, share, cfg.seed,
+                                                       loader_options(cfg, *dataset, world));
+    setup.loader = loader.get();
+    setup.source = std::move(loader);
+  } catch (const UsageError& e) {
+    problem = e.what();
+  } catch (const RuntimeError& e) {
+    problem = "data.dir on host " + world.host + ": " + e.what();
+  }
+  agree_or_throw<UsageError>(world, problem);
+  return setup;
+}
+
+std::vector<std::string> heartbeat_visibility_warnings(
+    const std::string& dir, const std::vector<std::string>& host_of_rank,
+    const std::vector<std::vector<int>>& unreadable_by_rank) {
+  std::vector<std::string> warnings, reported;
+  for (size_t r = 0; r < unreadable_by_rank.size(); ++r) {
+    const std::vector<int>& missing = unreadable_by_rank[r];
+    const std::string& reader = host_of_rank.at(r);
+    if (missing.empty() || std::find(reported.begin(), reported.end(), reader) != reported.end())
+      continue;
+    reported.push_back(reader);
+    std::vector<std::string> owners;
+    for (int m : missing)
+      if (std::find(owners.begin(), owners.end(), host_of_rank.at(size_t(m))) == owners.end())
+        owners.push_back(host_of_rank.at(size_t(m)));
+    std::string hosts;
+    for (const std::string& h : owners) hosts += (hosts.empty() ? "" : ", ") + h;
+    warnings.push_back("heartbeats in '" + dir + "': host " + reader +
+                       " cannot read those of ranks " + format_cpulist(missing) + " (host " +
+                       hosts +
+                       "): the folder is not shared by every node, so a stalled job's "
+                       "abort.json would name live ranks as missing; set watchdog.dir to a "
+                       "folder every node mounts");
+  }
+  return warnings;
+}
+
+std::vector<std::string> check_heartbeats_visible(const World& world, const Heartbeat& heartbeat,
+                                                  double retry_s) {
+  mpiCheck(MPI_Barrier(world.comm));  // every rank has written its first beat
+  const std::vector<int> missing =
+      Heartbeat::unreadable_ranks(heartbeat.dir(), world.size, retry_s);
+  const std::vector<std::string> all =
+      gather_strings_at_root(world, world.host + '\n' + format_cpulist(missing));
+  if (world.rank != 0) return {};
+  std::vector<std::string> hosts;
+  std::vector<std::vector<int>> unreadable;
+  for (const std::string& entry : all) {
+    const size_t newline = entry.find('\n');
+    hosts.push_back(entry.substr(0, newline));
+    unreadable.push_back(parse_cpulist(entry.substr(newline + 1)));
+  }
+  return heartbeat_visibility_warnings(heartbeat.dir(), hosts, unreadable);
+}
+
+}  // namespace tp
