@@ -5,6 +5,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
+  # Faster builds: Ninja schedules the unity batches; ccache reuses compiles on a machine that
+  # built before (scripts/build.sh uses both when present).
+  ninja-build ccache
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev
   libboost-program-options-dev libspdlog-dev

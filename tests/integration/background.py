@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -43,6 +44,30 @@ class Launch:
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True)
         self.outcome = None
+        # Both pipes are drained as the run goes, so a test can wait for a line while it runs.
+        self.out, self.err = [], []
+        self.readers = [threading.Thread(target=self._drain, args=(pipe, into), daemon=True)
+                        for pipe, into in ((self.proc.stdout, self.out),
+                                           (self.proc.stderr, self.err))]
+        for reader in self.readers:
+            reader.start()
+
+    @staticmethod
+    def _drain(pipe, into):
+        for line in pipe:
+            into.append(line)
+
+    def wait_for_stderr(self, text, timeout=120):
+        """Until `text` appears in the run's stderr; True when it did, False when the run ended
+        or `timeout` s passed first."""
+        deadline = time.time() + timeout
+        while text not in "".join(self.err):
+            if self.proc.poll() is not None or time.time() > deadline:
+                for reader in self.readers:
+                    reader.join(1)
+                return text in "".join(self.err)
+            time.sleep(0.05)
+        return True
 
     def wait_for_progress(self, timeout=120):
         """Until rank 0 has written progress.json: the checkpoint preflight is behind it."""
@@ -57,10 +82,12 @@ class Launch:
         if self.proc.returncode is not None:
             return self.outcome
         try:
-            out, err = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.communicate()
+            self.proc.wait()
             return None
-        self.outcome = Run(self.proc.returncode, out, err, None)
+        for reader in self.readers:
+            reader.join()
+        self.outcome = Run(self.proc.returncode, "".join(self.out), "".join(self.err), None)
         return self.outcome

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import socket
-import time
 
 from background import Launch
 from harness import CheckpointCase, main, mpirun
@@ -82,7 +81,10 @@ class CheckpointFolder(CheckpointCase):
         first, rank0 = self.holder()
         second = Launch(2, f"--checkpoint.dir={self.dir}", f"--checkpoint.every={EVERY}",
                         "--checkpoint.lock_wait_s=60", beats=self.beats("second"))
-        time.sleep(3)
+        # Waiting is what the second job says it does: the holder is killed only once it says so,
+        # however long the second job's start-up takes.
+        self.assertTrue(second.wait_for_stderr("waiting up to 60 s", timeout=120),
+                        "the second job never said it waits for the lock")
         self.assertIsNone(second.proc.poll(), "the second job did not wait for the lock")
         os.kill(rank0, signal.SIGKILL)
         outcome = second.finish(120)
