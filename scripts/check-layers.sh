@@ -25,7 +25,7 @@ declare -A may_include=(
   [app/judge]="app/report app/job app/cli $below_app"
   [app/stages]="app/report app/job app/cli $below_app"
   [app/accept]="app/stages app/judge app/report app/job app/cli $below_app"
-  [app/drill]="app/report app/job app/cli $below_app"
+  [app/drill]="app/stages app/judge app/report app/job app/cli $below_app"
   [app]="app/accept app/drill app/stages app/judge app/report app/job app/cli $below_app"
 )
 

@@ -4,15 +4,25 @@
 # once: loader readers on a prepared dataset, the async checkpoint writer (its MPI calls beside
 # the step's, under MPI_THREAD_MULTIPLE) and the watchdog. Any report that tests/tsan.supp does
 # not suppress fails the lane.
+# --build-only builds and stops; --no-build runs what an earlier --build-only built (scripts/test.sh
+# builds it beside the integration tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${TRAINPROOF_TSAN_BUILD_DIR:-build-tsan}
+mode=${1:-all}
+case $mode in
+  all | --build-only | --no-build) ;;
+  *) echo "tsan: unknown argument '$mode' (expected --build-only or --no-build)" >&2; exit 2 ;;
+esac
 
 # RelWithDebInfo: an optimised binary keeps the run short, and -g gives each report its lines.
 # Only the two binaries this lane runs are built.
-TRAINPROOF_BUILD_DIR=$build_dir CMAKE_BUILD_TYPE=RelWithDebInfo \
-  TRAINPROOF_BUILD_TARGETS="trainproof unit_thread_tests" scripts/build.sh \
-  -DTRAINPROOF_TSAN=ON -DTRAINPROOF_CUDA=OFF
+if [ "$mode" != --no-build ]; then
+  TRAINPROOF_BUILD_DIR=$build_dir CMAKE_BUILD_TYPE=RelWithDebInfo \
+    TRAINPROOF_BUILD_TARGETS="trainproof unit_thread_tests" scripts/build.sh \
+    -DTRAINPROOF_TSAN=ON -DTRAINPROOF_CUDA=OFF
+fi
+[ "$mode" != --build-only ] || exit 0
 
 # exitcode: a process that printed a report exits 66 even when the report did not stop it.
 # history_size=7 (the most): a suppression matches a frame of either access, and an access whose

@@ -113,6 +113,38 @@ def check_by_name(report, name):
     raise KeyError(name)
 
 
+def timing(test):
+    """Marks a test whose outcome rests on measured time: a rate, a deadline, a straggler, a
+    signal sent while the run is at a given step. Another test's load on the same cores would
+    move what it measures, so ctest runs these alone (the `.timing` entries in
+    tests/CMakeLists.txt) and the rest of the file beside other tests."""
+    test.trainproof_timing = True
+    return test
+
+
+def _tests_of(suite):
+    for item in suite:
+        if isinstance(item, unittest.TestSuite):
+            yield from _tests_of(item)
+        else:
+            yield item
+
+
 def main():
+    """Runs the file's tests. TRAINPROOF_TESTS=timing runs only those marked @timing,
+    TRAINPROOF_TESTS=untimed only the others; unset (or `all`), every test."""
     print("trainproof:", BIN, "launcher:", shlex.join([MPIEXEC]), file=sys.stderr)
-    unittest.main(verbosity=2)
+    select = os.environ.get("TRAINPROOF_TESTS", "all")
+    if select == "all" or len(sys.argv) > 1:  # a test named on the command line runs as asked
+        unittest.main(verbosity=2)
+        return
+    if select not in ("timing", "untimed"):
+        sys.exit(f"TRAINPROOF_TESTS={select}: expected timing, untimed or all")
+    loaded = unittest.defaultTestLoader.loadTestsFromModule(sys.modules["__main__"])
+    chosen = [test for test in _tests_of(loaded)
+              if getattr(getattr(test, test._testMethodName, None), "trainproof_timing", False)
+              == (select == "timing")]
+    if not chosen:  # a selection that lost its tests must not pass silently
+        sys.exit(f"TRAINPROOF_TESTS={select}: no test of this file is selected")
+    result = unittest.TextTestRunner(verbosity=2).run(unittest.TestSuite(chosen))
+    sys.exit(0 if result.wasSuccessful() else 1)

@@ -8,7 +8,7 @@ import threading
 import time
 
 from harness import (CheckpointCase, BIN, MPIEXEC, TINY, edit_manifest, flip_byte, main, mpirun,
-                     truncate_tail)
+                     timing, truncate_tail)
 
 EVERY = CheckpointCase.EVERY
 
@@ -114,6 +114,7 @@ class Checkpoint(CheckpointCase):
             json.dump(manifest, open(path, "w"))
         self.assertIn("checksum", self.damage_newest_and_resume(lie))
 
+    @timing
     def test_fifo_in_place_of_a_rank_file_falls_back_without_blocking(self):
         # Rank 1 alone meets the FIFO. A rank blocked opening it would hang the job: after 30 s
         # a guard opens the FIFO's write end (which releases the open) and the test fails.
@@ -231,9 +232,11 @@ class Checkpoint(CheckpointCase):
         self.assertEqual(run.returncode, 2, run)
         self.assertIn("no valid checkpoint", run.stderr)
 
+    @timing
     def test_preemption_signal_checkpoints_and_stops_every_rank(self):
         self.preempt_and_resume()
 
+    @timing
     def test_preemption_with_async_shared_file_checkpoints(self):
         self.preempt_and_resume("--checkpoint.async=true", "--checkpoint.layout=shared-file")
 

@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from harness import BIN, MPIEXEC, TINY, flip_byte, main, mpirun
+from harness import BIN, MPIEXEC, TINY, flip_byte, main, mpirun, timing
 
 SHAPE = {"data.samples": "64", "data.sample_bytes": "4096", "data.spread": "0.25",
          "data.files": "3"}
@@ -124,6 +124,7 @@ class Data(unittest.TestCase):
             digests.add(run.report["train"]["final_digest"])
         self.assertEqual(len(digests), 1)
 
+    @timing
     def test_more_readers_really_read_in_parallel(self):
         # With every read slowed by 20 ms, one reader caps the rate at 50 samples/s; four that
         # overlap their reads go well past it, and their busy time exceeds the reading window.
@@ -140,6 +141,7 @@ class Data(unittest.TestCase):
         self.assertLess(rates[1], 50)
         self.assertGreater(rates[4], 2.5 * rates[1])
 
+    @timing
     def test_readers_without_cpus_of_their_own_are_warned_about(self):
         # Bound to one core, 3 readers and the step thread take turns on it.
         bound = self.train(1, self.raw, "--data.readers=3")
@@ -162,6 +164,7 @@ class Data(unittest.TestCase):
         self.assertAlmostEqual(shared.report["data"]["cpus_per_rank_min"], cpus / 2)
         self.assertEqual(shared.report["data"]["cpu_warning"] == "", cpus >= 4)
 
+    @timing
     def test_slowed_reads_raise_the_stall_and_lower_au(self):
         fast = self.train(2, self.raw, "--data.prefetch=0")
         slow = self.train(2, self.raw, "--data.prefetch=0", "--test.read_delay_ms=30")
@@ -197,6 +200,7 @@ class Data(unittest.TestCase):
         self.assertNotIn("MPI_ABORT", run.stdout + run.stderr)
         self.assertFalse(os.path.exists(os.path.join(blocked, "index.json")))
 
+    @timing
     def test_out_of_range_sizes_are_refused_before_anything_starts(self):
         # 100000 readers once aborted the rank (std::terminate) after 20 s of thread creation.
         start = time.monotonic()

@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BIN, MPIEXEC, TINY, main, mpirun
+from harness import BIN, MPIEXEC, TINY, main, mpirun, timing
 
 EVERY = 4  # tiny.ini runs 12 steps: checkpoints at 4, 8, 12
 
@@ -83,6 +83,7 @@ class Drill(unittest.TestCase):
             self.assertEqual(drill["verdict"], "PASS", drill["problems"])
             self.assertEqual(drill["failures"][0]["restored_step"], 4)
 
+    @timing
     def test_hang_is_detected_and_named_from_heartbeats(self):
         report = self.drill("--fault", "hang:rank=1,step=6", "--watchdog.timeout_s=2")
         failure = self.one_failure(report, "hang", restored=4, rpo=1)
@@ -91,6 +92,7 @@ class Drill(unittest.TestCase):
         self.assertIsNotNone(failure["host"])
         self.assertLess(failure["detected_after_s"], 60)
 
+    @timing
     def test_hang_nothing_detects_is_a_failed_drill(self):
         # Negative control of detection: a watchdog far slower than the drill's own timeout
         # leaves the drill to end the launch, which must count as NOT detected, and FAIL.
@@ -103,6 +105,7 @@ class Drill(unittest.TestCase):
         self.assertFalse(failure["detected"])
         self.assertIn("hang was not detected", drill["problems"])
 
+    @timing
     def test_slow_rank_is_flagged_and_no_other(self):
         report = self.drill("--fault", "slow:rank=1,ms=25", ranks=3)
         self.assertEqual(report["drill"]["verdict"], "PASS")
@@ -118,6 +121,7 @@ class Drill(unittest.TestCase):
         self.assertTrue(damage["file"].endswith("step-00000008/rank-00000.h5"))
         self.assertTrue(os.path.isdir(damage["folder"] + ".corrupt"))
 
+    @timing
     def test_external_kill(self):
         # Steps slowed to 40 ms, so the supervisor's 20 ms polling sees the chosen step begin.
         report = self.drill("--drill.external_kill=true", "--drill.seed=5", "--fault",
@@ -157,6 +161,7 @@ class Drill(unittest.TestCase):
         self.assertEqual([r["name"] for r in report["drill"]["runs"]], ["run-0"])
         self.assertIn("rejected its input", " ".join(report["drill"]["problems"]))
 
+    @timing
     def test_drill_matrix_runs_every_fault_kind_to_one_verdict(self):
         report = os.path.join(self.tmp, "matrix.json")
         matrix = os.path.join(os.path.dirname(TINY), "drill-matrix.ini")

@@ -36,8 +36,8 @@ TEST(ReportBuckets, OneRankMovesNothingAcrossALink) {
   EXPECT_EQ(sizes[0]["busbw_gbps"], 0.0);
 }
 
-json sweep_row(uint64_t bytes, double busbw, bool in_place = true,
-               const std::string& group = "world") {
+json row_of_sweep(uint64_t bytes, double busbw, bool in_place = true,
+                  const std::string& group = "world") {
   return {{"group", group},       {"op", "allreduce"}, {"dtype", "float32"}, {"bytes", bytes},
           {"in_place", in_place}, {"not_run", ""},     {"busbw_gbps", busbw}};
 }
@@ -52,9 +52,9 @@ json accept_fixture() {
   report["sweep"] = {
       {"backend", "nccl"},
       {"split", "none"},
-      {"results",
-       json::array({sweep_row(4096, 20.0), sweep_row(8192, 99.0, false), sweep_row(16384, 60.0),
-                    sweep_row(8192, 1.0, true, "node a"), sweep_row(65536, 80.0)})}};
+      {"results", json::array({row_of_sweep(4096, 20.0), row_of_sweep(8192, 99.0, false),
+                               row_of_sweep(16384, 60.0), row_of_sweep(8192, 1.0, true, "node a"),
+                               row_of_sweep(65536, 80.0)})}};
   return report;
 }
 
