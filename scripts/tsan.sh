@@ -15,7 +15,8 @@ case $mode in
   *) echo "tsan: unknown argument '$mode' (expected --build-only or --no-build)" >&2; exit 2 ;;
 esac
 
-# RelWithDebInfo: an optimised binary keeps the run short, and -g gives each report its lines.
+# RelWithDebInfo: an optimised binary keeps the run short, and line tables (-g1, cmake/Warnings.cmake)
+# give each report its files and lines.
 # Only the two binaries this lane runs are built.
 if [ "$mode" != --no-build ]; then
   TRAINPROOF_BUILD_DIR=$build_dir CMAKE_BUILD_TYPE=RelWithDebInfo \
