@@ -3,6 +3,8 @@
 // (app/judge/report_compare.h). `trainproof report merge A B ... --report OUT`: one acceptance's
 // stage reports joined, with its verdict recomputed (app/judge/report_merge.h). The file is input
 // like any other: checked before it is opened, read, and shown inert.
+#include "app/report_command.h"
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,7 +15,6 @@
 #include "app/report/report_text.h"
 #include "app/report/summary.h"
 #include "app/report/summary_parts.h"
-#include "app/report_command.h"
 #include "common/errors.h"
 #include "common/files.h"
 

@@ -1,11 +1,10 @@
 #include "app/judge/report_merge.h"
 
-#include "app/job/cost.h"
-#include "app/job/job_report.h"
-
 #include <algorithm>
 #include <optional>
 
+#include "app/job/cost.h"
+#include "app/job/job_report.h"
 #include "app/judge/thresholds.h"
 #include "app/report/gate.h"
 #include "common/errors.h"
