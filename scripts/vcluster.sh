@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A virtual multi-node Slurm cluster on this one Linux host, for the multi-node tests: each node
-# is a network namespace with its own hostname and its own private /tmp (node-local scratch, as
-# on a real cluster), joined by a bridge; one slurmctld, one slurmd per node, munge for auth.
+# is a network namespace with its own hostname, its own private /tmp (node-local scratch, as
+# on a real cluster) and its own /dev/shm, joined by a bridge; one slurmctld, one slurmd per node,
+# munge for auth.
 # Everything else (/, /var, /work) is shared, like a cluster's shared filesystem.
 #
 #   scripts/vcluster.sh start [NODES]   (default 2) start munge, the nodes and Slurm; wait idle
@@ -133,8 +134,13 @@ start() {
     node=vc-n$i
     # Only the network namespace is entered (ip netns exec would remount /sys without cgroups);
     # a private mount and UTS namespace give the node its own /tmp and hostname.
+    # /dev/shm is the node's own too, empty at every start and gone with the node: Open MPI names
+    # its shared-memory segments after the host and a hash of Slurm's job and step ids, which
+    # restart at 1 with every new cluster, so in a shared /dev/shm a step could map the segment
+    # that a killed step of an earlier cluster left under the same name.
     nsenter --net="/var/run/netns/$node" unshare --mount --uts --propagation private \
-      sh -c "mount --bind '$VC_STATE/tmp-$node' /tmp && hostname $node &&
+      sh -c "mount --bind '$VC_STATE/tmp-$node' /tmp &&
+             mount -t tmpfs -o mode=1777,size=2g tmpfs /dev/shm && hostname $node &&
              exec slurmd -f '$VC_STATE/slurm.conf' -N $node" ||
       { say "slurmd on $node did not start: $VC_STATE/slurmd-$node.log"; return 1; }
   done

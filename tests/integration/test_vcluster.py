@@ -1,5 +1,5 @@
 """Multi-node runs on the virtual Slurm cluster (scripts/vcluster.sh): two nodes with their own
-hostnames and private /tmp, ranks launched by srun through PMIx, as on a real cluster.
+hostnames, private /tmp and /dev/shm, ranks launched by srun through PMIx, as on a real cluster.
 
 Exits 77 (ctest: skipped, with the reason printed) where this host cannot run the cluster: not
 root, no network namespaces, or Slurm missing. The cluster is always stopped: in tearDownClass,
@@ -50,6 +50,18 @@ class VirtualCluster(ClusterCase):
         self.assertEqual(single.returncode, 0, single)
         self.assertEqual(multi.report["train"]["final_digest"],
                          single.report["train"]["final_digest"])
+
+    def test_each_node_has_its_own_scratch_and_shared_memory(self):
+        # As on a real cluster, and so that no node maps another's (or an earlier cluster's)
+        # Open MPI segments.
+        probe = "trainproof-vc-probe"
+        listing = run(["srun", "-N2", "-n2", "sh", "-c",
+                       f"touch /tmp/{probe}-$(hostname) /dev/shm/{probe}-$(hostname) && "
+                       f"sleep 1 && echo $(hostname): $(ls /tmp /dev/shm | grep {probe})"])
+        self.assertEqual(listing.returncode, 0, listing)
+        self.assertEqual(sorted(listing.stdout.splitlines()),
+                         [f"vc-n{i}: {probe}-vc-n{i} {probe}-vc-n{i}" for i in (1, 2)])
+        self.assertEqual([f for f in os.listdir("/dev/shm") if f.startswith(probe)], [])
 
     def test_node_local_checkpoint_folder_is_refused_naming_the_node(self):
         # /tmp is each node's own: rank 0's probe file is not there on vc-n2.
