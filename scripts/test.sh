@@ -55,11 +55,7 @@ start_sanitizer_builds() {
   rm -rf "$ci_dir" && mkdir -p "$ci_dir"
   set -m  # a process group of its own
   (
-    if TRAINPROOF_BUILD_DIR=build-asan CMAKE_BUILD_TYPE=Debug \
-      TRAINPROOF_BUILD_TARGETS="trainproof unit_tests unit_rank_tests unit_thread_tests" \
-      "${idle[@]}" scripts/build.sh -DTRAINPROOF_SANITIZE=ON -DTRAINPROOF_CUDA=OFF \
-      -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1 \
-      >"$ci_dir/asan.log" 2>&1; then
+    if "${idle[@]}" scripts/asan.sh --build-only >"$ci_dir/asan.log" 2>&1; then
       touch "$ci_dir/asan.done"
     fi
     if "${idle[@]}" scripts/tsan.sh --build-only >"$ci_dir/tsan.log" 2>&1; then
@@ -126,12 +122,11 @@ lane device-dry-run
 TRAINPROOF_DEVICE_BUILD_DIR=build scripts/device-check.sh --dry-run --no-pack --no-build
 
 if [ "$sanitize" != 0 ]; then
-  # ASan and UBSan: what the unit label runs (the three GoogleTest programs, and trainproof for the
-  # GPU boundary test), built in the background since the integration lane.
+  # ASan and UBSan: the unit tests (each GoogleTest program in one process, scripts/asan.sh says
+  # why), built in the background since the integration lane.
   lane asan-ubsan
   wait_for_build asan
-  LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp" ctest --test-dir build-asan --output-on-failure \
-    -j "$jobs" -L unit
+  scripts/asan.sh --no-build
 
   lane tsan
   wait_for_build tsan
