@@ -7,26 +7,14 @@
 #include "app/accept/accept_command.h"
 #include "app/cli/build_info.h"
 #include "app/cli/cli.h"
+#include "app/cli/mpi_command.h"
 #include "app/drill/drill_command.h"
 #include "app/prepare_command.h"
 #include "app/report_command.h"
 #include "app/sweep_command.h"
 #include "app/train_command.h"
 #include "common/errors.h"
-
-namespace {
-
-// Before MPI is up the rank is unknown; launchers export it, and only rank 0 should print a
-// usage error that every rank detects identically.
-bool is_launch_rank_zero() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    const char* value = std::getenv(name);
-    if (value) return std::string(value) == "0";
-  }
-  return true;
-}
-
-}  // namespace
+#include "common/redact.h"
 
 int main(int argc, char** argv) {
   try {
@@ -46,11 +34,10 @@ int main(int argc, char** argv) {
     if (inv.subcommand == "accept") return tp::run_accept(inv);
     return tp::run_train(inv);
   } catch (const tp::UsageError& e) {
-    if (is_launch_rank_zero()) std::fprintf(stderr, "trainproof: error: %s\n", e.what());
-    return tp::kExitUsage;
+    return tp::exit_with_usage_error(e.what());
   } catch (const std::exception& e) {
     // train handles its own runtime errors (it must abort its peers); this is drill and report.
-    std::fprintf(stderr, "trainproof: error: %s\n", e.what());
+    std::fprintf(stderr, "trainproof: error: %s\n", tp::message_text(e.what()).c_str());
     return tp::kExitRuntime;
   }
 }

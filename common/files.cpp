@@ -1,5 +1,6 @@
 #include "common/files.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,7 +35,12 @@ void fsync_path(const std::string& path, int flags) {
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& temp_suffix) {
   const std::string temp = path + temp_suffix;
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // The temporary file is always a new one: whatever is left under its name (a crashed run's, or a
+  // symlink planted to make this write land on another file) is removed, never opened or
+  // followed; the rename then replaces `path` itself, a link there included.
+  if (::unlink(temp.c_str()) != 0 && errno != ENOENT)
+    throw RuntimeError("cannot remove '" + temp + "': " + std::strerror(errno));
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw RuntimeError("cannot create '" + temp + "': " + std::strerror(errno));
   try {
     write_all(fd, text.data(), text.size(), temp);

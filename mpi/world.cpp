@@ -1,7 +1,9 @@
 #include "mpi/world.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "mpi/check.h"
 
@@ -123,6 +125,19 @@ std::vector<std::string> gather_strings_on_host(const World& world, const std::s
 }  // namespace tp
 
 namespace tp {
+
+bool barrier_within(MPI_Comm comm, double seconds) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(comm, &request) != MPI_SUCCESS) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 std::string first_problem(const World& world, const std::string& mine) {
   int owner = mine.empty() ? world.size : world.rank;

@@ -46,6 +46,9 @@ std::vector<std::string> gather_strings_on_host(const World& world, const std::s
 }  // namespace tp
 
 namespace tp {
+// A barrier that gives up after `seconds`: true when every rank of `comm` arrived in time.
+bool barrier_within(MPI_Comm comm, double seconds);
+
 // Every rank learns the problem reported by the lowest rank that has one ("" when none has). Used
 // so that a check failing on one host stops every rank alike, with one message.
 std::string first_problem(const World& world, const std::string& mine);

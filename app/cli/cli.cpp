@@ -149,7 +149,8 @@ TestHooks test_hooks_from(const po::variables_map& vm) {
 
 // Boost ends a value at '#' but reads ';' as part of it, so "dir = x ; note" would name a folder
 // "x ; note". A ';' after a blank is refused rather than guessed at (docs/promises.md).
-void check_scenario_lines(const std::string& path, const std::string& text) {
+void check_scenario_lines(const std::string& what, const std::string& path,
+                          const std::string& text) {
   std::istringstream lines(text);
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
@@ -160,7 +161,7 @@ void check_scenario_lines(const std::string& path, const std::string& text) {
     const size_t semicolon = line.find(';', equals);
     if (semicolon != std::string::npos && semicolon > 0 &&
         (line[semicolon - 1] == ' ' || line[semicolon - 1] == '\t'))
-      throw UsageError("scenario file '" + path + "', line " + std::to_string(number) +
+      throw UsageError(what + " '" + path + "', line " + std::to_string(number) +
                        ": ' ;' inside a value (" + line.substr(start) +
                        "); comments start with '#'");
   }
@@ -186,7 +187,7 @@ void check_gate_file_options(const std::string& path, const po::parsed_options& 
 // `what` is "scenario file" or "gate.file": how its errors name it.
 void store_option_file(Invocation& inv, const std::string& what, const std::string& path,
                        const std::string& text, const po::options_description& options) {
-  check_scenario_lines(path, text);
+  check_scenario_lines(what, path, text);
   std::istringstream lines(text);
   try {
     const po::parsed_options parsed =
@@ -210,6 +211,7 @@ void note_sources(Invocation& inv, const std::string& source) {
 
 void check_general_options(const po::variables_map& vm) {
   one_of(vm, "log.level", {"trace", "debug", "info", "warn", "error", "critical", "off"});
+  run_id_option(vm);
   for (const char* name : {"train.seed", "drill.seed"})
     if (vm[name].as<int64_t>() < 0)
       throw UsageError(std::string(name) + " must be >= 0, got " +

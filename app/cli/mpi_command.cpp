@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <string>
 
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "common/redact.h"
 #include "common/sysinfo.h"
 
 namespace tp {
@@ -45,17 +49,53 @@ World make_command_world(const MpiCommand& command) {
   return world;
 }
 
+// How long the other ranks wait for rank 0 to print an error everyone found before they exit.
+constexpr double kErrorLineWait_s = 60;
+
+// Rank 0 prints the line; no rank exits before it has: a launcher ends the whole job when its
+// first rank exits, and rank 0 could be killed with its line unprinted. A rank that waited past
+// the deadline (rank 0 is elsewhere: the error was not everyone's) prints the line itself.
+void print_agreed_error(MPI_Comm comm, const std::string& message) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const std::string line = "trainproof: error: " + message_text(message) + "\n";
+  if (rank == 0) {
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+  }
+  if (!barrier_within(comm, kErrorLineWait_s) && rank != 0) {
+    std::fprintf(stderr, "trainproof: error (rank %d on %s): %s", rank, host_name().c_str(),
+                 line.c_str() + std::strlen("trainproof: error: "));
+    std::fflush(stderr);
+  }
+}
+
 // Errors every rank agreed on: printed once, and the job ends with their exit code.
 int run_with_agreed_errors(const std::function<int(World&)>& body, World& world) {
   try {
     return body(world);
   } catch (const UsageError& e) {
-    if (world.rank == 0) std::fprintf(stderr, "trainproof: error: %s\n", e.what());
+    print_agreed_error(world.comm, e.what());
     return kExitUsage;
   } catch (const EnvironmentError& e) {
-    if (world.rank == 0) std::fprintf(stderr, "trainproof: error: %s\n", e.what());
+    print_agreed_error(world.comm, e.what());
     return kExitRuntime;
   }
+}
+
+// Ranks in the job as its launcher says (mpirun; srun through PMIx or PMI-2); 1 when none does,
+// as for a process that a batch script runs by itself.
+int launched_ranks() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!size) size = std::getenv("PMI_SIZE");
+  if (!size && std::getenv("PMIX_RANK")) size = std::getenv("SLURM_STEP_NUM_TASKS");
+  return size ? std::max(1, std::atoi(size)) : 1;
+}
+
+bool launched_rank_zero() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* value = std::getenv(name)) return std::string(value) == "0";
+  return true;
 }
 
 }  // namespace
@@ -76,11 +116,26 @@ int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>&
     return code;
   } catch (const std::exception& e) {
     // One rank's failure leaves the others blocked in a collective: abort them all.
-    std::fprintf(stderr, "trainproof: runtime error on %s: %s\n", identity().c_str(), e.what());
+    std::fprintf(stderr, "trainproof: runtime error on %s: %s\n", identity().c_str(),
+                 message_text(e.what()).c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
     return kExitRuntime;
   }
+}
+
+int exit_with_usage_error(const std::string& message) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  const bool start = launched_ranks() > 1 && !initialized && !finalized;
+  if (start && MPI_Init(nullptr, nullptr) == MPI_SUCCESS) {
+    print_agreed_error(MPI_COMM_WORLD, message);
+    MPI_Finalize();
+  } else if (launched_rank_zero()) {
+    std::fprintf(stderr, "trainproof: error: %s\n", message_text(message).c_str());
+  }
+  return kExitUsage;
 }
 
 void agree_report_path_writable(const std::string& path, const World& world) {

@@ -28,6 +28,11 @@ struct MpiCommand {
 //   MPI_Abort ends the job with 3, so no rank is left waiting in a collective.
 int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>& body);
 
+// A usage error found before MPI started (the command line, a scenario file), printed and turned
+// into exit 2. Under a launcher of more than one rank, every rank finds it alike; they start MPI so
+// that none exits before rank 0 has printed its one line (docs/report.md, "Exit codes").
+int exit_with_usage_error(const std::string& message);
+
 // Collective: a report path rank 0 cannot write is a UsageError on every rank, before anything
 // is measured (a run that cannot write its report is wasted).
 void agree_report_path_writable(const std::string& path, const World& world);

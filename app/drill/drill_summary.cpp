@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "app/drill/drill_verdict.h"
-#include "app/report/redact.h"
 #include "app/report/report.h"
 #include "app/report/report_text.h"
+#include "common/redact.h"
 
 namespace tp {
 namespace {
@@ -126,6 +126,7 @@ json drill_report(json final_report, const DrillResult& result, const DrillConte
   json report = final_report.is_object() ? std::move(final_report) : json::object();
   report["schema"] = kReportSchema;
   report["drill"] = drill_json(result);
+  report["context"]["run_id"] = context.run_id;
   report["context"]["drill"] = {{"started", context.started},
                                 {"ended", context.ended},
                                 {"command_line", redact_argv(context.command_line)}};

@@ -15,6 +15,7 @@ nlohmann::json drill_json(const DrillResult& result);
 
 // When the drill ran, and how it was invoked, for the report's context.
 struct DrillContext {
+  std::string run_id;  // the drill's own (--run_id): its report's context.run_id
   std::string started;
   std::string ended;
   std::vector<std::string> command_line;

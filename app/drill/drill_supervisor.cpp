@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "app/drill/drill_logic.h"
-#include "app/report/redact.h"
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/files.h"
+#include "common/redact.h"
 #include "common/sysinfo.h"
 #include "train/heartbeat.h"
 
@@ -54,9 +54,10 @@ pid_t spawn_in_own_group(const std::string& command, const std::string& log) {
   return child;
 }
 
-// A file only its owner reads: mode 0600 even when it existed with another.
+// A file only its owner reads: mode 0600 even when it existed with another. A symlink at its name
+// is refused (O_NOFOLLOW), never written through.
 void write_private_file(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0 || ::fchmod(fd, 0600) != 0) {
     const std::string reason = std::strerror(errno);
     if (fd >= 0) ::close(fd);

@@ -13,8 +13,9 @@
 #include <memory>
 
 #include "app/cli/build_info.h"
-#include "app/report/redact.h"
+#include "app/cli/option_values.h"
 #include "common/hdf5_info.h"
+#include "common/redact.h"
 #include "common/sysinfo.h"
 #include "kernels/cpu_backend.h"
 
@@ -286,6 +287,7 @@ std::vector<std::string> context_warnings(const ContextInputs& in, int busiest) 
 json build_context(const ContextInputs& in) {
   const Invocation& inv = in.invocation;
   json ctx = tool_and_build(in.backends);
+  ctx["run_id"] = run_id_for(inv.options, in.start_time);
   ctx["start_time"] = in.start_time;
   ctx["end_time"] = utc_timestamp();
   ctx["command_line"] = redact_argv(inv.argv);

@@ -1,10 +1,11 @@
 """Bad input is exit 2 with one line naming the culprit, printed once, and nothing runs."""
 import os
 import socket
+import subprocess
 import tempfile
 import unittest
 
-from harness import direct, main, mpirun
+from harness import BIN, MPIEXEC, TINY, Run, direct, main, mpirun
 
 
 class CliErrors(unittest.TestCase):
@@ -16,6 +17,27 @@ class CliErrors(unittest.TestCase):
         for name in must_name:
             self.assertIn(name, lines[0])
         self.assertNotIn("terminate called", run.stderr)
+
+    def test_every_exit_2_prints_its_line_though_rank_0_is_the_slowest(self):
+        # A launcher ends the whole job as soon as one rank exits with an error. The ranks that
+        # found the error first used to exit at once, and rank 0 was killed before it printed:
+        # exit 2 without a word. Here rank 0 starts last, on 4 ranks.
+        with tempfile.TemporaryDirectory() as tmp:
+            slow = os.path.join(tmp, "slow-rank-0")
+            with open(slow, "w") as f:
+                f.write('#!/bin/sh\n[ "$OMPI_COMM_WORLD_RANK" = 0 ] && sleep 2\n'
+                        f'exec {os.path.abspath(BIN)} "$@"\n')
+            os.chmod(slow, 0o755)
+            for args, named in [(["train", "--scenario", TINY, "--train.steps=30",
+                                  "--train.steps=20"], "train.steps"),
+                                (["sweep", "--sweep.min_bytes=0", "--sweep.max_bytes=1024"],
+                                 "sweep.min_bytes=0"),
+                                (["train", "--scenario", TINY, "--model.batch=2"], "model.batch")]:
+                proc = subprocess.run([MPIEXEC, "-np", "4", "--oversubscribe", slow, *args,
+                                       "--report", os.path.join(tmp, "r.json")],
+                                      capture_output=True, text=True, timeout=180)
+                self.expect_usage_error(Run(proc.returncode, proc.stdout, proc.stderr, None),
+                                        named)
 
     def test_unknown_option(self):
         self.expect_usage_error(mpirun(2, "--train.stepz=3"), "train.stepz")

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "common/errors.h"
@@ -27,6 +28,27 @@ void expect_refused(const std::string& path, const std::string& must_name) {
     EXPECT_NE(std::string(e.what()).find(must_name), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("--report"), std::string::npos) << e.what();
   }
+}
+
+std::string contents(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(OutputFile, APlantedLinkIsReplacedNeverWrittenThrough) {
+  const fs::path folder = fresh_folder("output-links");
+  const fs::path victim = folder / "victim", other = folder / "other";
+  std::ofstream(victim) << "precious";
+  std::ofstream(other) << "also precious";
+  // At the temporary name the write goes through first, and at the report's own name.
+  fs::create_symlink(victim, folder / "r.json.tmp");
+  fs::create_symlink(other, folder / "r.json");
+  tp::write_file_atomically((folder / "r.json").string(), "{}\n");
+  EXPECT_EQ(contents(victim), "precious");
+  EXPECT_EQ(contents(other), "also precious");
+  EXPECT_FALSE(fs::is_symlink(folder / "r.json"));
+  EXPECT_EQ(contents(folder / "r.json"), "{}\n");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(folder / "r.json.tmp")));
 }
 
 TEST(OutputFile, NewOrRegularFileInAWritableFolderIsAccepted) {

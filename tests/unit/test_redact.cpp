@@ -1,4 +1,4 @@
-#include "app/report/redact.h"
+#include "common/redact.h"
 
 #include <gtest/gtest.h>
 
@@ -115,4 +115,16 @@ TEST(Redact, OptionsByNameAndValue) {
                   {"fault", {"kill:rank=1,step=3", "x password=<redacted>"}},
                   {"db.password", "<redacted>"},
                   {"train.steps", 12}}));
+}
+
+TEST(MessageText, ControlBytesAndInvalidUtf8AreEscapedAndSecretsRedacted) {
+  EXPECT_EQ(tp::message_text("cost.currency='US\x1b[2J'"), "cost.currency='US\\x1B[2J'");
+  EXPECT_EQ(tp::message_text("gate.file: '\xff"
+                             "12' is invalid\a"),
+            "gate.file: '\\xFF12' is invalid\\x07");
+  EXPECT_EQ(tp::message_text("r\xc3\xa9sum\xc3\xa9 stays"), "r\xc3\xa9sum\xc3\xa9 stays");
+  const std::string url =
+      tp::message_text("data.dir 's3://alice:hunter2@bucket/d' holds no dataset");
+  EXPECT_EQ(url.find("hunter2"), std::string::npos) << url;
+  EXPECT_NE(url.find("holds no dataset"), std::string::npos) << url;
 }

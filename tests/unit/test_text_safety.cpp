@@ -6,6 +6,9 @@
 #include <random>
 #include <string>
 
+#include "common/json_depth.h"
+#include "common/number_text.h"
+
 TEST(TextSafety, ValidUtf8IsAcceptedAsTheSerialiserAcceptsIt) {
   for (const std::string& text :
        {std::string(), std::string("plain ascii"), std::string("r\xc3\xa9sum\xc3\xa9"),
@@ -39,4 +42,29 @@ TEST(TextSafety, EscapingIsReversibleAndAlwaysSerialisable) {
     ASSERT_NO_THROW((void)nlohmann::json(escaped).dump());
     ASSERT_EQ(tp::unescape_invalid_utf8(escaped), bytes);
   }
+}
+
+TEST(JsonDepth, TheBoundIsCountedOutsideStringsOnly) {
+  const auto nested = [](int levels) {
+    return std::string(size_t(levels), '[') + std::string(size_t(levels), ']');
+  };
+  EXPECT_EQ(tp::json_depth_problem(nested(tp::kMaxJsonDepth)), "");
+  EXPECT_EQ(tp::json_depth_problem(nested(tp::kMaxJsonDepth + 1)),
+            "nested more than 256 levels deep (arrays and objects)");
+  EXPECT_EQ(tp::json_depth_problem(nested(50000)),
+            "nested more than 256 levels deep (arrays and objects)");
+  // Brackets inside strings, escaped quotes included, are text.
+  const std::string in_text = "{\"a\": \"\\\"" + std::string(1000, '[') + "\"}";
+  EXPECT_EQ(tp::json_depth_problem(in_text), "");
+  EXPECT_EQ(tp::json_depth_problem("{\"k\": {\"k\": [1, {\"x\": []}]}}"), "");
+}
+
+TEST(ExactNumber, TheShortestTextThatReadsBackExactly) {
+  EXPECT_EQ(tp::exact_number(-1e-9), "-1e-09");
+  EXPECT_EQ(tp::exact_number(1e300), "1e+300");
+  EXPECT_EQ(tp::exact_number(1.0000000000000002), "1.0000000000000002");
+  EXPECT_EQ(tp::exact_number(0.9), "0.9");
+  EXPECT_EQ(tp::exact_number(2), "2");
+  for (const double value : {0.1, 1.0 / 3, 6.02214076e23, -2.5e-308})
+    EXPECT_EQ(std::stod(tp::exact_number(value)), value);
 }

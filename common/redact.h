@@ -52,4 +52,9 @@ std::string redact_variable(std::string_view name, const std::string& value);
 // through redact_text.
 nlohmann::json redact_options(nlohmann::json options);
 
+// An error message as a terminal shows it: secrets redacted (redact_text), and every control byte
+// (but none of a valid UTF-8 character) and every byte outside valid UTF-8 as \xHH, so a value
+// from a file or an option can neither leak a password nor move the cursor or clear the screen.
+std::string message_text(const std::string& message);
+
 }  // namespace tp

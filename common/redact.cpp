@@ -1,9 +1,12 @@
-#include "app/report/redact.h"
+#include "common/redact.h"
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
+
+#include "common/printf_text.h"
+#include "common/text_safety.h"
 
 namespace tp {
 namespace {
@@ -248,6 +251,23 @@ nlohmann::json redact_options(nlohmann::json options) {
     }
   }
   return options;
+}
+
+std::string message_text(const std::string& message) {
+  const std::string text = redact_text(message);
+  std::string out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t length = utf8_sequence_length(text, at);
+    const auto byte = static_cast<unsigned char>(text[at]);
+    if (length == 0 || (length == 1 && (byte < 0x20 || byte == 0x7f))) {
+      out += printf_text("\\x%02X", unsigned(byte));
+      ++at;
+    } else {
+      out.append(text, at, length);
+      at += length;
+    }
+  }
+  return out;
 }
 
 }  // namespace tp
