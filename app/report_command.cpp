@@ -9,44 +9,24 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/cli/option_values.h"
 #include "app/judge/report_compare.h"
 #include "app/judge/report_merge.h"
 #include "app/report/report.h"
+#include "app/report/report_reader.h"
 #include "app/report/report_text.h"
 #include "app/report/summary.h"
 #include "app/report/summary_parts.h"
 #include "common/errors.h"
 #include "common/files.h"
+#include "common/number_text.h"
 
 namespace tp {
 namespace {
 
-std::string verdict_of(const nlohmann::json& report, const std::string& path) {
-  const auto verdict = report.find("verdict");
-  if (verdict == report.end() || !verdict->is_string() ||
-      (*verdict != "PASS" && *verdict != "WARN" && *verdict != "FAIL" && *verdict != "NONE"))
-    throw UsageError("report '" + path + "': verdict is not one of PASS, WARN, FAIL, NONE");
-  return verdict->get<std::string>();
-}
-
-// Reads a report named on the command line, refusing what is not one with a clear error.
+// A report named on the command line, refused with a clear error when it is not one.
 nlohmann::json load_report(const std::string& path) {
-  // A FIFO would block the open and a folder would read as an empty report.
-  if (const std::string what = not_a_regular_file(path); !what.empty())
-    throw UsageError("report: '" + path + "' " + what);
-  std::ifstream in(path);
-  if (!in) throw UsageError("report: cannot open '" + path + "'");
-  try {
-    const nlohmann::json report = nlohmann::json::parse(in);
-    const std::string schema = report.is_object() ? report.value("schema", "") : "";
-    if (schema != kReportSchema && schema != kOlderReportSchema)
-      throw UsageError("report '" + path + "': schema is not " + std::string(kReportSchema) +
-                       " or " + kOlderReportSchema);
-    verdict_of(report, path);
-    return report;
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError("report '" + path + "': " + e.what());
-  }
+  return read_report_file(path, "report");
 }
 
 int run_compare(const Invocation& inv) {
@@ -55,11 +35,24 @@ int run_compare(const Invocation& inv) {
                      std::to_string(inv.positional.size() - 1));
   const double tolerance = inv.options["tolerance"].as<double>();
   if (!(tolerance > 0 && tolerance <= 1))
-    throw UsageError("--tolerance must be in (0, 1], got " + std::to_string(tolerance));
+    throw UsageError("--tolerance must be in (0, 1], got " + exact_number(tolerance));
   const nlohmann::json comparison = compare_reports(
       visible(load_report(inv.positional[1])), visible(load_report(inv.positional[2])), tolerance);
   std::cout << render_comparison(comparison);
   return exit_code_for(comparison["verdict"]);
+}
+
+// With --run_id, every report joined must name that run: a report left in the folder by an
+// earlier acceptance is never merged into this one.
+void check_run_ids(const std::vector<StageReport>& inputs, const std::string& run_id) {
+  if (run_id.empty()) return;
+  for (const StageReport& input : inputs) {
+    const nlohmann::json::json_pointer where("/context/run_id");
+    const nlohmann::json id = input.report.contains(where) ? input.report.at(where) : nullptr;
+    if (id != run_id)
+      throw UsageError("report merge: '" + input.file + "' is not from run " + run_id +
+                       " (its context.run_id is " + (id.is_null() ? "absent" : id.dump()) + ")");
+  }
 }
 
 int run_merge(const Invocation& inv) {
@@ -80,11 +73,12 @@ int run_merge(const Invocation& inv) {
     inputs.push_back({file, load_report(file)});
   }
   check_output_file("--report", out);
+  check_run_ids(inputs, run_id_option(inv.options));
   nlohmann::json merged;
   try {
     merged = merge_reports(inputs);
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(std::string("report merge: ") + e.what());
+    throw UsageError("report merge: " + json_error_text(e));
   }
   make_report_text_valid(merged);  // file names come from the command line, in any bytes
   write_file_atomically(out, merged.dump(2) + "\n");
@@ -103,7 +97,7 @@ int run_report(const Invocation& inv) {
                      std::to_string(inv.positional.size()));
   const nlohmann::json report = load_report(inv.positional.front());
   std::cout << render_summary(report);
-  return exit_code_for(verdict_of(report, inv.positional.front()));
+  return exit_code_for(report["verdict"].get<std::string>());
 }
 
 }  // namespace tp

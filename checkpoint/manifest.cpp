@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/store.h"
+#include "common/json_depth.h"
 
 namespace tp {
 namespace {
@@ -204,6 +205,8 @@ CheckpointManifest parse_fields(const json& top, const std::string& folder_name)
 
 std::string parse_manifest(const std::string& text, const std::string& folder_name,
                            CheckpointManifest& manifest) {
+  if (const std::string too_deep = json_depth_problem(text); !too_deep.empty())
+    return "MANIFEST.json is " + too_deep;
   json top;
   try {
     top = json::parse(text);

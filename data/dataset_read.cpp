@@ -15,6 +15,7 @@
 #include "common/files.h"
 #include "common/hdf5_lock.h"
 #include "common/hdf5_util.h"
+#include "common/json_depth.h"
 #include "data/dataset.h"
 
 namespace tp {
@@ -120,6 +121,8 @@ json parse_index(const std::string& path) {
     throw;
   }
   ::close(file.fd);
+  const std::string too_deep = json_depth_problem(text);
+  refuse(too_deep.empty(), path + ": " + too_deep + "; rerun prepare-data");
   try {
     json index = json::parse(text);
     refuse(index.is_object(), path + ": not a JSON object (" + std::string(index.type_name()) +

@@ -5,12 +5,14 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "common/clock.h"
+#include "common/json_depth.h"
 
 namespace tp {
 namespace {
@@ -113,7 +115,10 @@ std::optional<nlohmann::json> publish_first(const std::string& path, const std::
   if (linked == EEXIST) {
     std::filesystem::remove(mine, ec);
     std::ifstream in(path);
-    nlohmann::json earlier = nlohmann::json::parse(in, nullptr, false);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    nlohmann::json earlier = json_depth_problem(text).empty()
+                                 ? nlohmann::json::parse(text, nullptr, false)
+                                 : nlohmann::json(nlohmann::json::value_t::discarded);
     if (!earlier.is_discarded()) return earlier;
   } else if (linked == 0) {
     std::filesystem::remove(mine, ec);

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/files.h"
+#include "common/json_depth.h"
 
 namespace tp {
 
@@ -257,7 +259,9 @@ std::vector<FiredFault> read_fired_faults(const std::string& dir) {
     if (name.rfind("fault-rank-", 0) != 0 || entry.path().extension() != ".json") continue;
     try {
       std::ifstream in(entry.path());
-      const nlohmann::json j = nlohmann::json::parse(in);
+      const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+      if (!json_depth_problem(text).empty()) continue;
+      const nlohmann::json j = nlohmann::json::parse(text);
       fired.push_back({j.at("fault"), j.at("origin"), j.at("kind"), j.at("phase"), j.at("host"),
                        j.at("rank"), j.at("step"), j.at("unix_time")});
     } catch (const std::exception&) {

@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "checkpoint/store.h"
 #include "common/errors.h"
+#include "common/json_depth.h"
 #include "train/heartbeat.h"
 
 namespace tp {
@@ -95,8 +97,10 @@ std::vector<std::string> forwarded_options(const po::variables_map& options) {
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return nullptr;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!json_depth_problem(text).empty()) return nullptr;
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception&) {
     return nullptr;
   }

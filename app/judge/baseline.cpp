@@ -1,11 +1,11 @@
 #include "app/judge/baseline.h"
 
 #include <cctype>
-#include <fstream>
 
 #include "app/cli/option_values.h"
 #include "app/judge/report_compare.h"
 #include "app/report/gate.h"
+#include "app/report/report_reader.h"
 #include "common/errors.h"
 #include "common/files.h"
 
@@ -18,18 +18,8 @@ Baseline baseline_from(const boost::program_options::variables_map& vm) {
   b.path = vm["baseline"].as<std::string>();
   b.tolerance = in_range(vm, "tolerance", 0.0, 1.0, true);
   if (b.path.empty()) return b;
-  if (const std::string what = not_a_regular_file(b.path); !what.empty())
-    throw UsageError("--baseline: '" + b.path + "' " + what);
-  std::ifstream file(b.path);
-  if (!file) throw UsageError("--baseline: cannot open '" + b.path + "'");
-  try {
-    b.golden = json::parse(file);
-  } catch (const json::exception& e) {
-    throw UsageError("--baseline: '" + b.path + "': " + e.what());
-  }
-  if (!b.golden.is_object() || !b.golden.contains("schema") || !b.golden["schema"].is_string() ||
-      b.golden["schema"].get<std::string>().rfind("trainproof.report/", 0) != 0)
-    throw UsageError("--baseline: '" + b.path + "' is not a trainproof report");
+  // The same reader as `trainproof report`: what one refuses, the other does too.
+  b.golden = read_report_file(b.path, "--baseline");
   return b;
 }
 

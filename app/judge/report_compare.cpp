@@ -1,6 +1,7 @@
 #include "app/judge/report_compare.h"
 
 #include <cstdio>
+#include <string>
 
 #include "app/report/gate.h"
 #include "app/report/summary_parts.h"
@@ -63,6 +64,13 @@ json metric_row(const Metric& m, const json& golden, const json& fresh, double t
   if (gv == 0) {
     row["status"] = "n/a";
     row["reason"] = "golden is 0";
+    return row;
+  }
+  // A time of 0 was never measured (a phase that did not run, or a report written by hand): it
+  // would otherwise read as infinitely faster.
+  if (nv == 0 && std::string(m.unit) == "s") {
+    row["status"] = "n/a";
+    row["reason"] = "new is 0: no time was measured";
     return row;
   }
   const double ratio = nv / gv;

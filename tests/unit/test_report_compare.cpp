@@ -52,6 +52,13 @@ TEST(ReportCompare, EachMetricIsJudgedInItsBetterDirection) {
   EXPECT_TRUE(c["differences"].empty());
 }
 
+TEST(ReportCompare, ANewTimeOfZeroWasNotMeasuredAndIsNotAPass) {
+  const json c = tp::compare_reports(report(100, 0.020, 1.0, "h"), report(100, 0.0, 1.0, "h"), 0.9);
+  EXPECT_EQ(metric(c, "step p50")["status"], "n/a");
+  EXPECT_EQ(metric(c, "step p50")["reason"], "new is 0: no time was measured");
+  EXPECT_EQ(metric(c, "step p50")["ratio"], nullptr);
+}
+
 TEST(ReportCompare, WithinTheToleranceIsAPass) {
   const json c =
       tp::compare_reports(report(100, 0.020, 1.0, "h"), report(91, 0.0215, 0.95, "h"), 0.9);

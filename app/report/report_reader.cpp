@@ -1,0 +1,157 @@
+#include "app/report/report_reader.h"
+
+#include <fstream>
+#include <iterator>
+
+#include "app/report/gate.h"
+#include "app/report/summary.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "common/json_depth.h"
+
+namespace tp {
+
+namespace {
+
+using nlohmann::json;
+
+enum class ReadKind { object, array, string, number };
+
+const char* kind_name(ReadKind kind) {
+  switch (kind) {
+    case ReadKind::object:
+      return "an object";
+    case ReadKind::array:
+      return "an array";
+    case ReadKind::string:
+      return "a string";
+    case ReadKind::number:
+      return "a number";
+  }
+  return "";
+}
+
+bool is(const json& value, ReadKind kind) {
+  switch (kind) {
+    case ReadKind::object:
+      return value.is_object();
+    case ReadKind::array:
+      return value.is_array();
+    case ReadKind::string:
+      return value.is_string();
+    case ReadKind::number:
+      return value.is_number();
+  }
+  return false;
+}
+
+// The sections and fields every reader walks into, with the type it reads them as. A section
+// that is absent is fine (a sweep report has no `train`) unless it is required.
+struct ReadField {
+  const char* pointer;
+  ReadKind kind;
+  bool required;
+};
+constexpr ReadField kReadFields[] = {{"/context", ReadKind::object, true},
+                                     {"/context/hosts", ReadKind::array, false},
+                                     {"/context/warnings", ReadKind::array, false},
+                                     {"/gate", ReadKind::object, false},
+                                     {"/gate/checks", ReadKind::array, false},
+                                     {"/train", ReadKind::object, false},
+                                     {"/train/phases", ReadKind::object, false},
+                                     {"/checkpoint", ReadKind::object, false},
+                                     {"/data", ReadKind::object, false},
+                                     {"/sweep", ReadKind::object, false},
+                                     {"/drill", ReadKind::object, false},
+                                     {"/drill/verdict", ReadKind::string, false},
+                                     {"/accept", ReadKind::object, false},
+                                     {"/job", ReadKind::object, false},
+                                     {"/cost", ReadKind::object, false},
+                                     {"/nodes", ReadKind::array, false},
+                                     {"/ranks", ReadKind::array, false}};
+
+std::string shown_kind(const json& value) {
+  return value.is_null() ? "null"
+                         : std::string(value.is_string()    ? "a string"
+                                       : value.is_number()  ? "a number"
+                                       : value.is_boolean() ? "a boolean"
+                                       : value.is_array()   ? "an array"
+                                                            : "an object");
+}
+
+// "" when the fields every reader walks into have the types they are read as, else which does not.
+std::string shape_problem(const json& report) {
+  for (const ReadField& f : kReadFields) {
+    const json::json_pointer where(f.pointer);
+    if (!report.contains(where)) {
+      if (f.required) return std::string("field ") + f.pointer + " is missing";
+      continue;
+    }
+    const json& value = report.at(where);
+    if (!is(value, f.kind))
+      return std::string("field ") + f.pointer + " is " + shown_kind(value) + ", not " +
+             kind_name(f.kind);
+  }
+  // Each phase's statistics (/train/phases/step/p50 ...).
+  if (report.contains("train") && report["train"].contains("phases"))
+    for (const auto& [name, phase] : report["train"]["phases"].items()) {
+      const std::string at = "/train/phases/" + name;
+      if (!phase.is_object()) return "field " + at + " is " + shown_kind(phase) + ", not an object";
+      for (const auto& [statistic, value] : phase.items())
+        if (!value.is_number() && !value.is_null())
+          return "field " + at + "/" + statistic + " is " + shown_kind(value) + ", not a number";
+    }
+  return "";
+}
+
+}  // namespace
+
+std::string json_error_text(const nlohmann::json::exception& e) {
+  std::string text = e.what();
+  if (text.rfind("[json.exception.", 0) == 0 && text.find("] ") != std::string::npos)
+    text.erase(0, text.find("] ") + 2);
+  return text;
+}
+
+nlohmann::json read_report_file(const std::string& path, const std::string& role) {
+  const std::string named = role + " '" + path + "'";
+  // A FIFO would block the open and a folder would read as an empty report.
+  if (const std::string what = not_a_regular_file(path); !what.empty())
+    throw UsageError(named + " " + what);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(role + ": cannot open '" + path + "'");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (const std::string too_deep = json_depth_problem(text); !too_deep.empty())
+    throw UsageError(named + ": " + too_deep + "; a report nests fewer than 20");
+  nlohmann::json report;
+  try {
+    report = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(named + ": not valid JSON (at byte " + std::to_string(e.byte) + ")");
+  } catch (const nlohmann::json::exception& e) {  // a number too large for a double: 1e999
+    throw UsageError(named + ": not valid JSON (" + json_error_text(e) + ")");
+  }
+  const std::string schema =
+      report.is_object() && report.contains("schema") && report["schema"].is_string()
+          ? report["schema"].get<std::string>()
+          : "";
+  if (schema != kReportSchema && schema != kOlderReportSchema)
+    throw UsageError(named + ": schema is not " + std::string(kReportSchema) + " or " +
+                     kOlderReportSchema);
+  const auto verdict = report.find("verdict");
+  if (verdict == report.end() || !verdict->is_string() ||
+      (*verdict != "PASS" && *verdict != "WARN" && *verdict != "FAIL" && *verdict != "NONE"))
+    throw UsageError(named + ": verdict is not one of PASS, WARN, FAIL, NONE");
+  if (const std::string problem = shape_problem(report); !problem.empty())
+    throw UsageError(named + ": " + problem);
+  // The summary reads the most fields of any reader: a report it can render, they all can.
+  try {
+    render_summary(report);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(named + ": a field has the wrong type or is missing (" + json_error_text(e) +
+                     ")");
+  }
+  return report;
+}
+
+}  // namespace tp
