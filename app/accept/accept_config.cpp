@@ -6,6 +6,7 @@
 
 #include "app/cli/option_values.h"
 #include "common/errors.h"
+#include "common/number_text.h"
 
 namespace tp {
 namespace {
@@ -109,7 +110,7 @@ void read_thresholds(const po::variables_map& vm, const std::map<std::string, st
     const std::string name = std::string("gate.") + o.name;
     const double limit = vm[name].as<double>();
     if (!std::isfinite(limit) || limit < 0)
-      throw UsageError(name + " must be >= 0 (0: not checked), got " + std::to_string(limit));
+      throw UsageError(name + " must be >= 0 (0: not checked), got " + exact_number(limit));
     if (limit == 0) continue;
     const std::string source = source_of(sources, name);
     // A host or scenario file describes thresholds for every stage; only one given for this run

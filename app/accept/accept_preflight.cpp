@@ -4,13 +4,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 #include "app/report/gate.h"
 #include "app/stages/backend_selection.h"
 #include "app/stages/topology_facts.h"
+#include "data/dataset.h"
 #include "mpi/gather.h"
+#include "mpi/world.h"
 
 namespace tp {
 namespace {
@@ -28,14 +31,26 @@ std::string errno_text(const std::string& what, const std::string& path) {
 
 }  // namespace
 
-FolderProbe probe_checkpoint_folder(const std::string& dir, int rank) {
-  const auto start = std::chrono::steady_clock::now();
+ProbeFolder make_probe_folder(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return {"cannot create '" + dir + "': " + ec.message(), 0};
-  const std::string path = dir + "/.trainproof-accept-probe-" + std::to_string(rank);
+  if (ec) return {"", "cannot create '" + dir + "': " + ec.message()};
+  std::string name = dir + "/.trainproof-accept-probe-XXXXXX";
+  if (::mkdtemp(name.data()) == nullptr) return {"", errno_text("cannot create a folder in", dir)};
+  return {name, ""};
+}
+
+FolderProbe probe_checkpoint_folder(const std::string& probe_folder, int rank) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string path = probe_folder + "/rank-" + std::to_string(rank);
   const std::string text = "trainproof probe from rank " + std::to_string(rank) + "\n";
-  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0600);
+  // A new file or nothing: a name that is already there, a link included, is never opened.
+  const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_NOFOLLOW | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == ENOENT)
+    return {"the probe folder '" + probe_folder +
+                "' that rank 0 made is not there: checkpoint.dir is not the same folder on every "
+                "host",
+            0};
   if (fd < 0) return {errno_text("cannot create", path), 0};
   std::string problem;
   char back[128] = {};
@@ -51,15 +66,19 @@ FolderProbe probe_checkpoint_folder(const std::string& dir, int rank) {
   return {problem, seconds_since(start)};
 }
 
+void remove_probe_folder(const std::string& probe_folder) {
+  if (probe_folder.empty()) return;
+  std::error_code ec;
+  fs::remove_all(probe_folder, ec);  // the folder is this run's own (mkdtemp, mode 0700)
+}
+
 FolderProbe probe_data_folder(const std::string& dir) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string index = dir + "/index.json";
-  const int fd = ::open(index.c_str(), O_RDONLY);
-  if (fd < 0) return {errno_text("cannot open the dataset's index", index), 0};
-  char byte = 0;
-  const bool read_one = ::read(fd, &byte, 1) == 1;
-  ::close(fd);
-  if (!read_one) return {"the dataset's index '" + index + "' is empty", 0};
+  try {
+    read_index(dir);  // the loader's own checks: a regular file (never blocks), every field
+  } catch (const std::exception& e) {
+    return {e.what(), 0};
+  }
   return {"", seconds_since(start)};
 }
 
@@ -89,9 +108,15 @@ PreflightStage preflight_stage(const TrainConfig& config, const World& world) {
   const TopologyPreflight topology = run_topology_preflight(config, world, backends);
   std::vector<std::string> roles;
   std::vector<FolderProbe> mine;
+  ProbeFolder probe_folder;
   if (!config.checkpoint_dir.empty()) {
     roles.push_back("checkpoint.dir " + config.checkpoint_dir);
-    mine.push_back(probe_checkpoint_folder(config.checkpoint_dir, world.rank));
+    if (world.rank == 0) probe_folder = make_probe_folder(config.checkpoint_dir);
+    probe_folder.problem = broadcast_from_root(world, probe_folder.problem);
+    probe_folder.path = broadcast_from_root(world, probe_folder.path);
+    mine.push_back(probe_folder.problem.empty()
+                       ? probe_checkpoint_folder(probe_folder.path, world.rank)
+                       : FolderProbe{probe_folder.problem, 0});
   }
   if (!config.data.dir.empty()) {
     roles.push_back("data.dir " + config.data.dir);
@@ -102,6 +127,7 @@ PreflightStage preflight_stage(const TrainConfig& config, const World& world) {
   const std::vector<json> all = gather_records_at_root(world, probes);
   PreflightStage stage;
   if (world.rank != 0) return stage;
+  remove_probe_folder(probe_folder.path);  // every rank's probe has ended: they were gathered
   std::vector<std::vector<FolderProbe>> by_rank;
   json folders = json::array();
   for (const json& rank : all) {

@@ -22,10 +22,21 @@ PreflightStage preflight_stage(const TrainConfig& config, const World& world);
 // One rank's probe of one folder.
 struct FolderProbe {
   std::string problem;  // "" when the folder worked
-  double seconds = 0;   // write + fsync + read back + delete (a checkpoint folder), or stat
+  double seconds = 0;   // write + fsync + read back + delete (a checkpoint folder), or reading
+                        // the dataset's index
 };
-// Checkpoint folders are written to; a dataset is only read (it may be read-only storage).
-FolderProbe probe_checkpoint_folder(const std::string& dir, int rank);
+// Checkpoint folders are written to, inside a folder of the run's own that rank 0 makes under
+// checkpoint.dir (mkdtemp: a new name, mode 0700) and removes once every rank has probed: nothing
+// already in checkpoint.dir is opened, so a planted link or another job's files stay untouched.
+// Each rank creates its file there exclusively (O_EXCL | O_NOFOLLOW), writes, syncs, reads it back
+// and deletes it. A dataset is only read (it may be read-only storage).
+struct ProbeFolder {
+  std::string path;     // "" when it could not be made
+  std::string problem;  // why not
+};
+ProbeFolder make_probe_folder(const std::string& checkpoint_dir);
+FolderProbe probe_checkpoint_folder(const std::string& probe_folder, int rank);
+void remove_probe_folder(const std::string& probe_folder);
 FolderProbe probe_data_folder(const std::string& dir);
 
 // Pure: the folder_probe check from every rank's probe of each folder ({role, dir} -> [rank]).

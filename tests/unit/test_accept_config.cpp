@@ -284,7 +284,7 @@ TEST(AcceptConfig, RestoreNeedsTrainAndACheckpointOfTheLastStep) {
 
 TEST(AcceptConfig, NegativeThresholdIsRefused) {
   EXPECT_EQ(refusal({"--accept.stages=train", "--gate.min_au=-1"}),
-            "gate.min_au must be >= 0 (0: not checked), got -1.000000");
+            "gate.min_au must be >= 0 (0: not checked), got -1");
   // Refused wherever it came from, and whichever stage measures it.
   EXPECT_THAT(refusal({"--accept.stages=train", "--gate.min_pair_gbps=-0.5"},
                       {{"gate.min_pair_gbps", "scenario s.ini"}}),

@@ -1,5 +1,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "app/job/job_report.h"
 #include "app/report/gate.h"
 #include "common/errors.h"
+#include "data/dataset.h"
 #include "tests/unit/accept_fixtures.h"
 
 namespace {
@@ -303,31 +305,83 @@ class AcceptProbe : public ::testing::Test {
 
 TEST_F(AcceptProbe, CheckpointFolderIsCreatedWrittenAndLeftEmpty) {
   const fs::path dir = root_ / "ckpt" / "nested";
-  const tp::FolderProbe probe = tp::probe_checkpoint_folder(dir.string(), 3);
-  EXPECT_EQ(probe.problem, "");
-  EXPECT_GE(probe.seconds, 0.0);
+  const tp::ProbeFolder folder = tp::make_probe_folder(dir.string());
+  ASSERT_EQ(folder.problem, "");
+  EXPECT_EQ(fs::path(folder.path).parent_path(), dir);
+  EXPECT_EQ(fs::status(folder.path).permissions(), fs::perms::owner_all) << "the run's own";
+  for (int rank : {0, 3}) {
+    const tp::FolderProbe probe = tp::probe_checkpoint_folder(folder.path, rank);
+    EXPECT_EQ(probe.problem, "");
+    EXPECT_GE(probe.seconds, 0.0);
+  }
+  EXPECT_TRUE(fs::is_empty(folder.path)) << "each probe file is deleted";
+  tp::remove_probe_folder(folder.path);
   ASSERT_TRUE(fs::is_directory(dir));
-  EXPECT_TRUE(fs::is_empty(dir)) << "the probe file is deleted";
+  EXPECT_TRUE(fs::is_empty(dir));
 }
 
 TEST_F(AcceptProbe, CheckpointFolderUnderARegularFileFails) {
   const fs::path file = root_ / "not_a_folder";
   std::ofstream(file) << "x";
   const std::string dir = (file / "ckpt").string();
-  const tp::FolderProbe probe = tp::probe_checkpoint_folder(dir, 0);
-  EXPECT_THAT(probe.problem, StartsWith("cannot create '" + dir + "': "));
-  EXPECT_GT(probe.problem.size(), ("cannot create '" + dir + "': ").size()) << "and says why";
-  EXPECT_EQ(probe.seconds, 0.0);
+  const tp::ProbeFolder folder = tp::make_probe_folder(dir);
+  EXPECT_EQ(folder.path, "");
+  EXPECT_THAT(folder.problem, StartsWith("cannot create '" + dir + "': "));
+  EXPECT_GT(folder.problem.size(), ("cannot create '" + dir + "': ").size()) << "and says why";
 }
 
-TEST_F(AcceptProbe, DataFolderNeedsANonEmptyIndex) {
+std::string contents(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(AcceptProbe, PlantedLinkAndFileUnderTheOldProbeNamesStayUntouched) {
+  const fs::path dir = root_ / "ckpt", target = root_ / "precious";
+  fs::create_directories(dir);
+  std::ofstream(target) << "precious";
+  fs::create_symlink(target, dir / ".trainproof-accept-probe-0");
+  std::ofstream(dir / ".trainproof-accept-probe-1") << "theirs";
+  const tp::ProbeFolder folder = tp::make_probe_folder(dir.string());
+  ASSERT_EQ(folder.problem, "");
+  for (int rank : {0, 1}) EXPECT_EQ(tp::probe_checkpoint_folder(folder.path, rank).problem, "");
+  tp::remove_probe_folder(folder.path);
+  EXPECT_EQ(contents(target), "precious");
+  EXPECT_TRUE(fs::is_symlink(dir / ".trainproof-accept-probe-0"));
+  EXPECT_EQ(contents(dir / ".trainproof-accept-probe-1"), "theirs");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2);
+}
+
+TEST_F(AcceptProbe, AProbeFileIsOnlyEverCreatedNeverOpened) {
+  const fs::path target = root_ / "precious";
+  std::ofstream(target) << "precious";
+  fs::create_symlink(target, root_ / "rank-0");
+  const tp::FolderProbe probe = tp::probe_checkpoint_folder(root_.string(), 0);
+  EXPECT_THAT(probe.problem, StartsWith("cannot create '" + (root_ / "rank-0").string() + "': "));
+  EXPECT_EQ(contents(target), "precious");
+}
+
+TEST_F(AcceptProbe, AProbeFolderMissingOnThisHostSaysTheFolderIsNotShared) {
+  const std::string missing = (root_ / ".trainproof-accept-probe-gone").string();
+  EXPECT_EQ(tp::probe_checkpoint_folder(missing, 2).problem,
+            "the probe folder '" + missing +
+                "' that rank 0 made is not there: checkpoint.dir is not the same folder on every "
+                "host");
+}
+
+TEST_F(AcceptProbe, DataFolderNeedsAReadableIndexAndNeverWaitsOnAFifo) {
   const std::string dir = root_.string();
   const std::string index = dir + "/index.json";
-  EXPECT_EQ(tp::probe_data_folder(dir).problem,
-            "cannot open the dataset's index '" + index + "': No such file or directory");
+  EXPECT_THAT(tp::probe_data_folder(dir).problem, HasSubstr("holds no dataset (no index.json)"));
   std::ofstream(index).close();
-  EXPECT_EQ(tp::probe_data_folder(dir).problem, "the dataset's index '" + index + "' is empty");
-  std::ofstream(index) << "{}";
+  EXPECT_THAT(tp::probe_data_folder(dir).problem, HasSubstr(index));
+  fs::remove(index);
+  ASSERT_EQ(::mkfifo(index.c_str(), 0600), 0);
+  EXPECT_EQ(tp::probe_data_folder(dir).problem,
+            index + " is not a regular file (a FIFO); rerun prepare-data");
+  fs::remove(index);
+  tp::DatasetSpec spec;
+  spec.dir = dir;
+  std::ofstream(index) << tp::index_json(spec, std::vector<uint64_t>(size_t(spec.files), 1)).dump();
   const tp::FolderProbe probe = tp::probe_data_folder(dir);
   EXPECT_EQ(probe.problem, "");
   EXPECT_GE(probe.seconds, 0.0);
