@@ -143,16 +143,24 @@ RowData row_data(CollectiveOp op, ElementType type, int ranks, int rank, uint64_
 
 }  // namespace
 
-std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double factor) {
+std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double factor,
+                                  uint64_t unit) {
   std::vector<uint64_t> sizes;
   double size = double(min_bytes);
-  while (size <= double(max_bytes)) {
+  while (size <= double(max_bytes) && sizes.size() <= kMaxSweepSizes) {
     const uint64_t whole = uint64_t(std::llround(size));
-    if (sizes.empty() || whole > sizes.back()) sizes.push_back(whole);
-    size *= factor;
+    if (sizes.empty() || whole >= sizes.back() + unit) sizes.push_back(whole);
+    // A factor so close to 1 that the product rounds back to the same size still moves on.
+    size = std::max(size * factor, double(sizes.back() + unit));
   }
-  if (sizes.empty() || sizes.back() < max_bytes) sizes.push_back(max_bytes);
+  if (sizes.size() <= kMaxSweepSizes && (sizes.empty() || sizes.back() < max_bytes))
+    sizes.push_back(max_bytes);
   return sizes;
+}
+
+uint64_t sweep_host_bytes(uint64_t max_bytes, ElementType type, bool buffers_on_host) {
+  const uint64_t expected = max_bytes / sweep_type_bytes(type) * sizeof(int64_t);
+  return (buffers_on_host ? 2 * max_bytes : 0) + 2 * max_bytes + expected;
 }
 
 uint64_t row_count(CollectiveOp op, ElementType type, int ranks, uint64_t bytes) {
@@ -166,7 +174,8 @@ uint64_t row_count(CollectiveOp op, ElementType type, int ranks, uint64_t bytes)
 std::vector<SweepRow> run_sweep(const SweepGroup& group, const SweepPlan& plan,
                                 const std::function<void(const SweepRow&)>& on_row) {
   Collective& c = group.collective;
-  const std::vector<uint64_t> sizes = sweep_sizes(plan.min_bytes, plan.max_bytes, plan.factor);
+  const std::vector<uint64_t> sizes =
+      sweep_sizes(plan.min_bytes, plan.max_bytes, plan.factor, sweep_type_bytes(plan.type));
   // Every row's buffers fit in max_bytes: counts follow nccl-tests' whole-buffer convention.
   const size_t capacity = size_t(sizes.back()) + 64;
   const std::shared_ptr<void> send = c.allocate(capacity), recv = c.allocate(capacity);

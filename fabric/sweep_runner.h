@@ -47,8 +47,19 @@ struct SweepGroup {
 };
 
 // Buffer sizes from min_bytes, multiplied by factor up to max_bytes (both included when they fall
-// on the progression; max_bytes is added when the last step overshoots it).
-std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double factor);
+// on the progression; max_bytes is added when the last step overshoots it). Each size is at least
+// `unit` bytes (one element) above the one before, however close to 1 the factor is, and the list
+// stops after kMaxSweepSizes + 1 sizes: a caller that gets more than kMaxSweepSizes refuses the
+// plan (sweep.factor too close to 1 for the range).
+inline constexpr size_t kMaxSweepSizes = 128;
+std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double factor,
+                                  uint64_t unit = 1);
+
+// Host memory one rank needs for rows of up to `max_bytes`: the send and receive buffers (when
+// they are host memory), the encoded input, the result read back for checking, and the expected
+// result (8 bytes an element). 6 x max_bytes for float32 over MPI; measured at about 6.5 x with
+// the MPI library's own buffers (docs/sweep.md, "Memory").
+uint64_t sweep_host_bytes(uint64_t max_bytes, ElementType type, bool buffers_on_host);
 
 // The row's element count for `bytes`: whole elements, rounded down to a multiple of the ranks for
 // allgather, reducescatter and alltoall (as nccl-tests does).

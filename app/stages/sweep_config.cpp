@@ -1,7 +1,9 @@
 #include "app/stages/sweep_config.h"
 
 #include "app/cli/option_values.h"
+#include "common/number_text.h"
 #include "fabric/sweep_data.h"
+#include "fabric/sweep_runner.h"
 
 namespace tp {
 namespace {
@@ -30,6 +32,15 @@ SweepPlan plan_from(const po::variables_map& vm) {
   plan.factor = in_range(vm, "sweep.factor", 1.0, 1e6, true);
   if (plan.min_bytes == 0 && plan.max_bytes > 0)
     throw UsageError("sweep.min_bytes=0 cannot grow by sweep.factor: start at 1 byte or more");
+  // A factor so close to 1 would sweep for hours (or, before each size had to grow by an element,
+  // forever): the number of sizes is bounded.
+  if (sweep_sizes(plan.min_bytes, plan.max_bytes, plan.factor, sweep_type_bytes(plan.type)).size() >
+      kMaxSweepSizes)
+    throw UsageError("sweep.factor=" + exact_number(plan.factor) +
+                     " from sweep.min_bytes=" + std::to_string(plan.min_bytes) +
+                     " to sweep.max_bytes=" + std::to_string(plan.max_bytes) + " gives more than " +
+                     std::to_string(kMaxSweepSizes) +
+                     " sizes per operation; use a larger factor or a narrower range");
   plan.iters = int(bounded<int64_t>(vm, "sweep.iters", 1, 1000000, "timed iterations"));
   plan.warmup = int(bounded<int64_t>(vm, "sweep.warmup", 0, 1000000, "warm-up iterations"));
   plan.corrupt_rank = vm["test.corrupt_sweep_rank"].as<int>();
@@ -49,8 +60,8 @@ SweepConfig sweep_config_from(const po::variables_map& vm) {
   c.flag_fraction = in_range(vm, "sweep.flag_fraction", 0.0, 1.0, true);
   c.fail_fraction = in_range(vm, "sweep.fail_fraction", 0.0, 1.0, false);
   if (c.fail_fraction > c.flag_fraction)
-    throw UsageError("sweep.fail_fraction=" + std::to_string(c.fail_fraction) +
-                     " is above sweep.flag_fraction=" + std::to_string(c.flag_fraction) +
+    throw UsageError("sweep.fail_fraction=" + exact_number(c.fail_fraction) +
+                     " is above sweep.flag_fraction=" + exact_number(c.flag_fraction) +
                      ": a failure must be a flag too");
   if (c.mode == "pairwise" && c.split != "none")
     throw UsageError("sweep.split=" + c.split +

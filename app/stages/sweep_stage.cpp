@@ -166,6 +166,29 @@ json sweep_context(const Invocation& inv, const TrainConfig& train, const World&
   return build_context(in);
 }
 
+// The largest row must fit in this host's memory with every rank of the host holding its own, as
+// train checks its model (90% of MemAvailable usable); found before the first row.
+void check_sweep_memory(const SweepConfig& cfg, const TrainConfig& train, const World& world,
+                        const Collective& comm) {
+  if (cfg.mode != "collectives") return;
+  const uint64_t per_rank =
+      sweep_host_bytes(cfg.plan.max_bytes, cfg.plan.type, comm.name() != "nccl");
+  const std::optional<uint64_t> available =
+      train.test.host_memory_bytes > 0 ? std::optional<uint64_t>(train.test.host_memory_bytes)
+                                       : meminfo_bytes("MemAvailable");
+  const uint64_t needed = per_rank * uint64_t(world.local_size);
+  std::string problem;
+  if (available && double(needed) > 0.9 * double(*available))
+    problem = "sweep.max_bytes=" + std::to_string(cfg.plan.max_bytes) + " needs " +
+              std::to_string(per_rank) +
+              " bytes of host memory per rank (the buffers, the input, " +
+              "the result and the expected result; docs/sweep.md, \"Memory\"); " +
+              std::to_string(world.local_size) + " ranks on host " + world.host + " need " +
+              std::to_string(needed) + " bytes, " + std::to_string(*available) +
+              " available, 90% of it usable";
+  agree_or_throw<UsageError>(world, problem);
+}
+
 }  // namespace
 
 json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfig& train,
@@ -173,6 +196,7 @@ json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfi
   const std::string start_time = utc_timestamp();
   Backends backends = select_backends(train, world, nullptr);
   check_backend_runs(cfg, world, *backends.comm);
+  check_sweep_memory(cfg, train, world, *backends.comm);
   const TopologyPreflight topology = run_topology_preflight(train, world, backends);
   if (world.rank == 0 && cfg.mode == "collectives")
     spdlog::info("sweep: {} ranks on {} hosts, comm {}, {}, {} to {} bytes, split {}", world.size,

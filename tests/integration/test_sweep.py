@@ -132,6 +132,25 @@ class Refusals(unittest.TestCase):
             self.assertEqual(proc.returncode, 2, (args, proc.stderr))
             self.assertIn(name, proc.stderr)
 
+    def test_rows_that_do_not_fit_in_memory_are_refused_before_the_first(self):
+        run = mpirun(2, "--sweep.max_bytes=268435456", "--test.host_memory_bytes=2000000000",
+                     scenario=None, subcommand="sweep")
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("sweep.max_bytes=268435456 needs 1610612736 bytes of host memory per rank",
+                      run.stderr)
+        self.assertIn("2 ranks on host", run.stderr)
+        self.assertNotIn("allreduce", run.stdout, "no row ran")
+
+    def test_a_factor_too_close_to_one_is_refused_before_anything_runs(self):
+        # It once hung in working out the sizes (1.0000000000000002) or ran for tens of thousands
+        # of rows (1.000001).
+        for factor in ["1.0000000000000002", "1.000001"]:
+            proc = subprocess.run([BIN, "sweep", f"--sweep.factor={factor}"], capture_output=True,
+                                  text=True, timeout=60)
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertIn(f"sweep.factor={factor} from sweep.min_bytes=1024 to "
+                          "sweep.max_bytes=67108864 gives more than 128 sizes", proc.stderr)
+
 
 class PairwiseOnOneHost(unittest.TestCase):
     """The pass's mechanics on pretend nodes; naming a slow node needs real links

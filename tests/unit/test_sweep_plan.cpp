@@ -25,6 +25,20 @@ TEST(SweepSizes, AFactorBelowTwoStillGrowsEveryStep) {
   EXPECT_EQ(sizes.back(), 10u);
 }
 
+TEST(SweepSizes, EachSizeIsAtLeastOneElementAboveTheLast) {
+  EXPECT_EQ(tp::sweep_sizes(4, 16, 1.1, 4), (std::vector<uint64_t>{4, 8, 12, 16}));
+  EXPECT_EQ(tp::sweep_sizes(1024, 1036, 1.0000000000000002, 4),
+            (std::vector<uint64_t>{1024, 1028, 1032, 1036}));
+}
+
+TEST(SweepSizes, AFactorTooCloseToOneStopsOneSizePastTheLimit) {
+  // The caller refuses the plan when it sees more than kMaxSweepSizes.
+  EXPECT_EQ(tp::sweep_sizes(1024, uint64_t(16) << 30, 1.000001).size(), tp::kMaxSweepSizes + 1);
+  EXPECT_EQ(tp::sweep_sizes(1, uint64_t(1) << 40, 1.0000000000000002).size(),
+            tp::kMaxSweepSizes + 1);
+  EXPECT_LE(tp::sweep_sizes(1, uint64_t(16) << 30, 1.5).size(), tp::kMaxSweepSizes);
+}
+
 TEST(RowCount, WholeElementsAndAMultipleOfTheRanksWhereTheOpDividesTheBuffer) {
   EXPECT_EQ(tp::row_count(CollectiveOp::allreduce, ElementType::f32, 3, 1000), 250u);
   EXPECT_EQ(tp::row_count(CollectiveOp::allgather, ElementType::f32, 3, 1000), 249u);
