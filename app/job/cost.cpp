@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "app/job/checkpoint_interval.h"
 #include "common/errors.h"
+#include "common/number_text.h"
 #include "common/printf_text.h"
 
 namespace tp {
@@ -23,12 +25,31 @@ std::string plain(double value) {
   return printf_text("%g", value);
 }
 
-double rate_option(const po::variables_map& vm, const char* name) {
+// Bounds far above any real price, low enough that no product of rates, hours, nodes and bytes
+// can overflow: every money figure stays finite (a JSON null means "not priced", never "too big").
+constexpr double kMaxRate = 1e6;              // per node-hour, GPU-hour, GB-month or GB moved
+constexpr double kMaxOverheadFraction = 100;  // +10,000%
+constexpr double kMaxFailuresPerNodeDay = 1e4;
+
+double rate_option(const po::variables_map& vm, const char* name, double most = kMaxRate) {
   const double value = vm[name].as<double>();
-  if (!std::isfinite(value) || value < 0)
-    throw UsageError(std::string(name) + "=" + plain(value) +
-                     " must be a finite number >= 0 (0: not priced)");
+  if (!std::isfinite(value) || value < 0 || value > most)
+    throw UsageError(std::string(name) + "=" + exact_number(value) +
+                     " must be a number from 0 to " + exact_number(most) + " (0: not priced)");
   return value;
+}
+
+// The figures are finite by the bounds above; a figure that is not would be written as null and
+// read as "not priced", so it is refused here rather than written.
+void check_finite(const json& value, const std::string& where) {
+  if (value.is_number_float() && !std::isfinite(value.get<double>()))
+    throw RuntimeError("cost: " + where + " is not a finite number");
+  if (value.is_object())
+    for (auto it = value.begin(); it != value.end(); ++it)
+      check_finite(*it, where + "/" + it.key());
+  if (value.is_array())
+    for (size_t i = 0; i < value.size(); ++i)
+      check_finite(value[i], where + "/" + std::to_string(i));
 }
 
 // A part of the cost: empty when its rate is 0, so that "not priced" never reads as "free".
@@ -320,8 +341,8 @@ CostRates cost_rates_from(const po::variables_map& vm) {
   r.gpu_hour = rate_option(vm, "cost.gpu_hour");
   r.storage_gb_month = rate_option(vm, "cost.storage_gb_month");
   r.data_gb = rate_option(vm, "cost.data_gb");
-  r.overhead_fraction = rate_option(vm, "cost.overhead_fraction");
-  r.failures_per_node_day = rate_option(vm, "cost.failures_per_node_day");
+  r.overhead_fraction = rate_option(vm, "cost.overhead_fraction", kMaxOverheadFraction);
+  r.failures_per_node_day = rate_option(vm, "cost.failures_per_node_day", kMaxFailuresPerNodeDay);
   if (r.node_hour > 0 && r.gpu_hour > 0)
     throw UsageError("cost.node_hour=" + plain(r.node_hour) + " and cost.gpu_hour=" +
                      plain(r.gpu_hour) + " are both set: give one or the other");
@@ -362,6 +383,7 @@ json cost_json(const CostRates& rates, const CostInputs& in) {
   cost["projection"] = projection_json(rates, p, in, notes);
   cost["unpriced"] = unpriced;
   cost["notes"] = notes;
+  check_finite(cost, "cost");
   return cost;
 }
 

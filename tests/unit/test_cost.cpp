@@ -271,8 +271,16 @@ TEST(Cost, RatesAreReadFromTheOptions) {
 TEST(Cost, BadRatesAreUsageErrorsNamingTheOption) {
   EXPECT_NE(usage_error({"--cost.storage_gb_month=-1"}).find("cost.storage_gb_month=-1"),
             std::string::npos);
-  EXPECT_NE(usage_error({"--cost.data_gb=nan"}).find("cost.data_gb=nan must be a finite number"),
+  EXPECT_NE(usage_error({"--cost.data_gb=nan"}).find("cost.data_gb=nan must be a number from 0"),
             std::string::npos);
+  // Rates so large that the costs would overflow to infinity (written as null: "not priced").
+  EXPECT_EQ(usage_error({"--cost.node_hour=1.7e308"}),
+            "cost.node_hour=1.7e+308 must be a number from 0 to 1e+06 (0: not priced)");
+  EXPECT_EQ(usage_error({"--cost.overhead_fraction=1e9"}),
+            "cost.overhead_fraction=1e+09 must be a number from 0 to 100 (0: not priced)");
+  EXPECT_NE(usage_error({"--cost.failures_per_node_day=1e5"}).find("from 0 to 10000"),
+            std::string::npos);
+  EXPECT_NO_THROW(tp::cost_rates_from(parse_options({"--cost.gpu_hour=1e6"})));
   const std::string both = usage_error({"--cost.node_hour=3", "--cost.gpu_hour=1"});
   EXPECT_NE(both.find("cost.node_hour=3"), std::string::npos) << both;
   EXPECT_NE(both.find("cost.gpu_hour=1"), std::string::npos) << both;
