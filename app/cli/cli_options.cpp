@@ -19,6 +19,10 @@ po::options_description general_options() {
        "INI file of options ([section] name = value); the command line wins over it")
       ("report", po::value<std::string>()->default_value("trainproof-report.json")->value_name("FILE"),
        "where rank 0 writes the JSON report")
+      ("run_id", po::value<std::string>()->default_value("")->value_name("ID"),
+       "names this run in its report (context.run_id): 1 to 64 letters, digits, '.', '_', ':' or "
+       "'-'; default: the start time, host and process id. report merge --run_id ID refuses a "
+       "report of any other run (scripts/acceptance.sh gives accept and the drill one id)")
       ("log.level", po::value<std::string>()->default_value("info"),
        "trace, debug, info, warn, error, critical or off")
       ("tolerance", po::value<double>()->default_value(0.9),
@@ -248,9 +252,11 @@ po::options_description sweep_options() {
       ("sweep.min_bytes", po::value<int64_t>()->default_value(1024),
        "smallest buffer in bytes (the whole buffer, as nccl-tests counts it)")
       ("sweep.max_bytes", po::value<int64_t>()->default_value(int64_t(64) << 20),
-       "largest buffer in bytes")
+       "largest buffer in bytes; each rank holds about 6x this in host memory (4x with "
+       "comm.backend=nccl), checked against the host's available memory before the first row")
       ("sweep.factor", po::value<double>()->default_value(2.0),
-       "each size is the previous one times this (> 1)")
+       "each size is the previous one times this (> 1), and at least one element more; at most "
+       "128 sizes from min_bytes to max_bytes")
       ("sweep.dtype", po::value<std::string>()->default_value("float32"),
        "float32 or int32; bf16 and fp16 on comm.backend=nccl")
       ("sweep.iters", po::value<int64_t>()->default_value(20),
@@ -345,7 +351,8 @@ po::options_description gate_options() {
 }
 
 po::options_description cost_options() {
-  po::options_description group("Cost (docs/acceptance.md, \"Cost\"; 0: not priced)");
+  po::options_description group(
+      "Cost (docs/acceptance.md, \"Cost\"; 0: not priced; each rate at most 1e6)");
   // clang-format off
   group.add_options()
       ("cost.node_hour", po::value<double>()->default_value(0.0),
@@ -357,10 +364,10 @@ po::options_description cost_options() {
       ("cost.data_gb", po::value<double>()->default_value(0.0),
        "price of moving one GB (the dataset and checkpoint bytes read)")
       ("cost.overhead_fraction", po::value<double>()->default_value(0.0),
-       "platform and operations, as a share added to the rest, >= 0")
+       "platform and operations, as a share added to the rest, 0 to 100")
       ("cost.failures_per_node_day", po::value<double>()->default_value(0.0),
-       "expected failures per node and day, for the projection of what failures cost and the "
-       "checkpoint interval that minimises it")
+       "expected failures per node and day (0 to 1e4), for the projection of what failures cost "
+       "and the checkpoint interval that minimises it")
       ("cost.currency", po::value<std::string>()->default_value("USD"),
        "the unit every money figure is printed in");
   // clang-format on

@@ -13,6 +13,14 @@ namespace tp {
 int64_t positive(const boost::program_options::variables_map& vm, const char* name);
 int fits_int(int64_t value, const char* name);
 // Within [low, high], or (low, high] when `low_open`.
+// --run_id, checked: empty (a default is made when the report is written) or 1 to 64 of
+// [A-Za-z0-9._:-], so that it is safe in a file name, a shell word and a grep pattern.
+std::string run_id_option(const boost::program_options::variables_map& vm);
+
+// The run's id: --run_id, or one made from the start time, this host and this process id.
+std::string run_id_for(const boost::program_options::variables_map& vm,
+                       const std::string& start_time);
+
 double in_range(const boost::program_options::variables_map& vm, const char* name, double low,
                 double high, bool low_open);
 std::string one_of(const boost::program_options::variables_map& vm, const char* name,

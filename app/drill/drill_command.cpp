@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "app/cli/option_values.h"
 #include "app/drill/drill_classify.h"
 #include "app/drill/drill_logic.h"
 #include "app/drill/drill_summary.h"
@@ -18,6 +19,7 @@
 #include "checkpoint/store.h"
 #include "common/errors.h"
 #include "common/files.h"
+#include "common/number_text.h"
 #include "common/sysinfo.h"
 
 namespace tp {
@@ -50,8 +52,7 @@ void check_launch_options(const DrillOptions& options) {
     throw UsageError("drill.max_restarts must be >= 0, got " +
                      std::to_string(options.max_restarts));
   if (!(options.run_timeout_s > 0))
-    throw UsageError("drill.run_timeout_s must be > 0, got " +
-                     std::to_string(options.run_timeout_s));
+    throw UsageError("drill.run_timeout_s must be > 0, got " + exact_number(options.run_timeout_s));
 }
 
 // A corrupt fault only shows in a relaunch's restore, so something must fail first.
@@ -270,7 +271,8 @@ class FaultedRuns {
 int publish(const Invocation& invocation, const DrillOptions& options, const DrillResult& result,
             const DrillLaunch& final_run, const std::string& started) {
   const json report = drill_report(final_run.report, result,
-                                   DrillContext{started, utc_timestamp(), invocation.argv});
+                                   DrillContext{run_id_for(invocation.options, started), started,
+                                                utc_timestamp(), invocation.argv});
   write_file_atomically(options.report_path, report.dump(2) + "\n");
   std::fputs(drill_summary(result, fs::absolute(options.report_path).string()).c_str(), stdout);
   std::fflush(stdout);

@@ -145,12 +145,13 @@ TEST(DrillSummary, ReportExtendsTheFinalRunsReportAndKeepsItsWarn) {
   const json final_report = json::parse(R"({"schema": "old", "verdict": "WARN",
       "train": {"final_digest": "b27e1cf8"}, "context": {"host": "node03"},
       "gate": {"checks": [{"name": "straggler", "status": "warn"}]}})");
-  const json report = tp::drill_report(final_report, passed_drill(),
-                                       tp::DrillContext{"t0", "t1", {"trainproof", "drill"}});
+  const json report = tp::drill_report(
+      final_report, passed_drill(), tp::DrillContext{"run-7", "t0", "t1", {"trainproof", "drill"}});
   EXPECT_EQ(report["schema"], tp::kReportSchema);
   EXPECT_EQ(report["verdict"], "WARN");
   EXPECT_EQ(report["train"]["final_digest"], "b27e1cf8");
   EXPECT_EQ(report["context"]["host"], "node03");
+  EXPECT_EQ(report["context"]["run_id"], "run-7") << "the drill's own, not its last run's";
   EXPECT_EQ(report["context"]["drill"], json::parse(R"({"started": "t0", "ended": "t1",
                             "command_line": ["trainproof", "drill"]})"));
   EXPECT_EQ(report["drill"], tp::drill_json(passed_drill()));
@@ -183,7 +184,8 @@ TEST(DrillSummary, ReportRedactsTheLauncherAndCanAlwaysBeWritten) {
   result.problems = {"run-0 failed: curl https://u:hf_pass@host"};
   const json report = tp::drill_report(
       nullptr, result,
-      tp::DrillContext{"t0", "t1", {"trainproof", "drill", "--launcher", result.launcher}});
+      tp::DrillContext{
+          "run-7", "t0", "t1", {"trainproof", "drill", "--launcher", result.launcher}});
   std::string text;
   ASSERT_NO_THROW(text = report.dump());
   EXPECT_EQ(text.find("hf_secret"), std::string::npos) << text;
