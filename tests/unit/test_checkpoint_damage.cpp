@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -100,6 +101,15 @@ TEST_F(CheckpointStore, FifoInPlaceOfTheManifestFallsBackWithoutBlocking) {
   const std::string why = restore_after_damaging_8([&] { make_fifo(manifest(8)); });
   EXPECT_FALSE(guard.finish()) << "the restore blocked opening a FIFO";
   EXPECT_EQ(why, folder(8) + ": " + manifest(8) + " is not a regular file (a FIFO)");
+}
+
+TEST_F(CheckpointStore, AManifestNestedTooDeepIsDamageAndFallsBack) {
+  const std::string why = restore_after_damaging_8([&] {
+    std::ofstream(manifest(8), std::ios::trunc)
+        << std::string(50000, '[') << std::string(50000, ']');
+  });
+  EXPECT_EQ(why, folder(8) +
+                     ": MANIFEST.json is nested more than 256 levels deep (arrays and objects)");
 }
 
 TEST_F(CheckpointStore, FolderInPlaceOfTheRankFileFallsBack) {
