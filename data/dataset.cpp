@@ -16,6 +16,7 @@
 #include "common/files.h"
 #include "common/hdf5_lock.h"
 #include "common/hdf5_util.h"
+#include "common/number_text.h"
 #include "common/philox.h"
 
 namespace tp {
@@ -172,7 +173,7 @@ std::string index_difference(const DatasetSpec& a, const DatasetSpec& b) {
     return "data.sample_bytes " + std::to_string(a.sample_bytes) + " vs " +
            std::to_string(b.sample_bytes);
   if (a.spread != b.spread)
-    return "data.spread " + std::to_string(a.spread) + " vs " + std::to_string(b.spread);
+    return "data.spread " + exact_number(a.spread) + " vs " + exact_number(b.spread);
   if (a.seed != b.seed)
     return "train.seed " + std::to_string(a.seed) + " vs " + std::to_string(b.seed);
   return "";

@@ -108,8 +108,8 @@ TEST_F(CheckpointStore, AManifestNestedTooDeepIsDamageAndFallsBack) {
     std::ofstream(manifest(8), std::ios::trunc)
         << std::string(50000, '[') << std::string(50000, ']');
   });
-  EXPECT_EQ(why, folder(8) +
-                     ": MANIFEST.json is nested more than 256 levels deep (arrays and objects)");
+  EXPECT_EQ(why,
+            folder(8) + ": MANIFEST.json is nested more than 256 levels deep (arrays and objects)");
 }
 
 TEST_F(CheckpointStore, FolderInPlaceOfTheRankFileFallsBack) {
