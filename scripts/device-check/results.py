@@ -37,12 +37,13 @@ def dig(data, path):
     return data
 
 
-# A report that is missing or cut short reads as no report: the stage that wanted it says why.
+# A report that is missing, cut short or nested past the parser's depth reads as no report: the
+# stage that wanted it says why.
 def load(path):
     try:
         with open(path) as f:
             return json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 

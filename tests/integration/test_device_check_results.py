@@ -48,6 +48,8 @@ class DeviceCheckResults(unittest.TestCase):
         path = self.write("abort.json", json.dumps({"missing": [{"rank": 1}, {"rank": 5}]}))
         self.assertEqual(results("abort-names", path), "1,5")
         self.assertEqual(results("abort-names", self.write("none.json", "{")), "")
+        deep = self.write("deep.json", "[" * 50000 + "]" * 50000)
+        self.assertEqual(results("abort-names", deep), "", "too deep reads as no record")
 
 
 if __name__ == "__main__":
