@@ -1,7 +1,9 @@
 #include "app/cli/cli.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "app/cli/cli_options.h"
 #include "app/cli/option_values.h"
@@ -184,6 +186,41 @@ void check_gate_file_options(const std::string& path, const po::parsed_options& 
                        " is not a [gate] threshold (a gate file holds [gate] options only)");
 }
 
+// Edit distance between two option names (insertions, deletions, substitutions).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "unknown option '--NAME'", and "; did you mean --OTHER?" for the registered option closest to
+// it (at most a third of its letters away, or one it is a prefix of).
+std::string unknown_option_text(const po::options_description& options, std::string given) {
+  given.erase(0, given.find_first_not_of('-'));
+  given = given.substr(0, given.find('='));
+  const std::string text = "unknown option '--" + given + "'";
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, given.size() / 3) + 1;
+  for (const auto& option : options.options()) {
+    const std::string& name = option->long_name();
+    const size_t distance = name.rfind(given, 0) == 0 ? 1 : edit_distance(given, name);
+    if (distance < best_distance) {
+      best = name;
+      best_distance = distance;
+    }
+  }
+  return best.empty() ? text : text + "; did you mean --" + best + "?";
+}
+
 // `what` is "scenario file" or "gate.file": how its errors name it.
 void store_option_file(Invocation& inv, const std::string& what, const std::string& path,
                        const std::string& text, const po::options_description& options) {
@@ -198,6 +235,9 @@ void store_option_file(Invocation& inv, const std::string& what, const std::stri
       check_scenario_options(path, parsed);
     // store() keeps values already present, so what was stored first wins.
     po::store(parsed, inv.options);
+  } catch (const po::unknown_option& e) {
+    throw UsageError(what + " '" + path +
+                     "': " + unknown_option_text(options, e.get_option_name()));
   } catch (const po::error& e) {
     throw UsageError(what + " '" + path + "': " + e.what());
   }
@@ -238,11 +278,17 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   po::positional_options_description operands;
   operands.add("operand", -1);
   try {
-    po::store(po::command_line_parser(argc - first + 1, argv + first - 1)
-                  .options(cli)
-                  .positional(operands)
-                  .run(),
-              inv.options);
+    // Names are matched exactly, as in scenario files: Boost's default would take --train.step
+    // for train.steps, and --gate.min_p for whichever gate option it happens to prefix.
+    po::store(
+        po::command_line_parser(argc - first + 1, argv + first - 1)
+            .options(cli)
+            .positional(operands)
+            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+            .run(),
+        inv.options);
+  } catch (const po::unknown_option& e) {
+    throw UsageError("command line: " + unknown_option_text(options, e.get_option_name()));
   } catch (const po::error& e) {
     throw UsageError(std::string("command line: ") + e.what());
   }

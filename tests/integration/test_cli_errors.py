@@ -42,6 +42,13 @@ class CliErrors(unittest.TestCase):
     def test_unknown_option(self):
         self.expect_usage_error(mpirun(2, "--train.stepz=3"), "train.stepz")
 
+    def test_option_names_are_never_guessed_from_a_prefix(self):
+        # Boost's default took --train.step for train.steps and --gate.min_p for
+        # gate.min_pair_gbps; the command line now reads names as exactly as scenario files.
+        self.expect_usage_error(direct("train", "--train.step=5"), "unknown option '--train.step'",
+                                "did you mean --train.steps?")
+        self.expect_usage_error(direct("train", "--gate.min_p=3"), "unknown option '--gate.min_p'")
+
     def test_unknown_option_in_scenario(self):
         with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
             f.write("[model]\nwidth = 3\n")
