@@ -79,7 +79,8 @@ po::options_description compute_options() {
   // clang-format off
   group.add_options()
       ("compute.backend", po::value<std::string>()->default_value("auto"),
-       "cpu (OpenBLAS, one thread per rank), cuda, or auto (cuda when usable, else cpu)");
+       "cpu (OpenBLAS, one thread per rank), cuda, or auto (cuda when every rank has a usable "
+       "GPU, cpu when none has; some with and some without is exit 3 naming the hosts)");
   // clang-format on
   return group;
 }

@@ -32,19 +32,56 @@ std::string local_gpu_problem(Backends& b) {
   return "";
 }
 
+}  // namespace
+
+std::string mixed_gpu_problem(const std::vector<std::string>& host_of_rank,
+                              const std::vector<bool>& has_gpu) {
+  const auto with = size_t(std::count(has_gpu.begin(), has_gpu.end(), true));
+  if (with == 0 || with == has_gpu.size()) return "";
+  std::vector<std::string> hosts;  // without a usable GPU, each once, in rank order
+  for (size_t r = 0; r < has_gpu.size(); ++r)
+    if (!has_gpu[r] && std::find(hosts.begin(), hosts.end(), host_of_rank[r]) == hosts.end())
+      hosts.push_back(host_of_rank[r]);
+  std::string named;
+  for (size_t i = 0; i < std::min<size_t>(hosts.size(), 8); ++i)
+    named += (i ? ", " : "") + hosts[i];
+  if (hosts.size() > 8) named += " and " + std::to_string(hosts.size() - 8) + " more";
+  return "compute.backend=auto: " + std::to_string(has_gpu.size() - with) + " of " +
+         std::to_string(has_gpu.size()) + " ranks have no usable GPU (hosts " + named +
+         "), the others do; fix those hosts, or ask for compute.backend=cpu";
+}
+
+namespace {
+
+// Rank 0 learns which ranks have a GPU (O(n) there) and every rank the verdict.
+std::string agree_on_mixed_gpus(const World& world, bool has_gpu) {
+  const std::vector<std::string> all = gather_strings_at_root(world, has_gpu ? "1" : "0");
+  std::string problem;
+  if (world.rank == 0) {
+    std::vector<bool> flags;
+    for (const std::string& flag : all) flags.push_back(flag == "1");
+    problem = mixed_gpu_problem(world.host_of_rank, flags);
+  }
+  return broadcast_from_root(world, problem);
+}
+
 // True when every rank can compute on a GPU and one is wanted. An explicit request for a GPU
 // that some rank lacks is an error; "auto" falls back to the CPU and says why.
 bool agree_on_cuda(const TrainConfig& cfg, const World& world, Backends& b) {
   if (cfg.comm_backend == "nccl" && cfg.compute_backend == "cpu")
     throw UsageError("comm.backend=nccl needs compute.backend=cuda (NCCL reduces device memory)");
   const bool wanted = cfg.compute_backend != "cpu";
-  std::string first;
+  std::string mine, first;
   if (wanted) {
-    const std::string mine = local_gpu_problem(b);
+    mine = local_gpu_problem(b);
     first = first_problem(world,
                           mine.empty() ? "" : "no usable GPU on host " + world.host + ": " + mine);
   }
   const bool explicit_gpu = cfg.compute_backend == "cuda" || cfg.comm_backend == "nccl";
+  // Some ranks without a GPU: under auto, the CPU for every rank only when no rank has one.
+  if (wanted && !explicit_gpu && !first.empty())
+    if (const std::string mixed = agree_on_mixed_gpus(world, mine.empty()); !mixed.empty())
+      throw EnvironmentError(mixed);
   if (!first.empty() && explicit_gpu)
     throw EnvironmentError(
         (cfg.comm_backend == "nccl" ? "comm.backend=nccl: " : "compute.backend=cuda: ") + first);

@@ -42,6 +42,13 @@ struct Backends {
 Backends select_backends(const TrainConfig& config, const World& world, const Heartbeat* heartbeat,
                          std::shared_ptr<const CommDeadline> deadline = nullptr);
 
+// Pure: under compute.backend=auto, "" when every rank or no rank has a usable GPU, else the
+// error that names the hosts without one (the first 8, and how many more). A job whose ranks
+// disagree would otherwise fall back to the CPU on every rank, and a GPU gate would fail with no
+// visible cause. `has_gpu[r]` is rank r's; `host_of_rank[r]` its host.
+std::string mixed_gpu_problem(const std::vector<std::string>& host_of_rank,
+                              const std::vector<bool>& has_gpu);
+
 // The host memory a rank's share of the host holds for the model (0 when it lives on a GPU).
 struct HostMemory {
   uint64_t model_per_rank = 0;

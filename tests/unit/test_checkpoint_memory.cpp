@@ -129,3 +129,32 @@ TEST(GpuHostStaging, EightRanksThatDoNotFitAreRefusedWithTheFigures) {
 }
 
 }  // namespace
+
+// compute.backend=auto on a job whose ranks disagree about GPUs (fake inventories: which ranks see
+// a usable one).
+TEST(MixedGpus, AllOrNoneIsFineSomeWithAndSomeWithoutNamesTheHosts) {
+  const std::vector<std::string> hosts = {"g1", "g1", "c1", "c1", "g2", "c2"};
+  EXPECT_EQ(tp::mixed_gpu_problem(hosts, std::vector<bool>(6, true)), "");
+  EXPECT_EQ(tp::mixed_gpu_problem(hosts, std::vector<bool>(6, false)), "") << "the CPU for all";
+  EXPECT_EQ(tp::mixed_gpu_problem(hosts, {true, true, false, false, true, false}),
+            "compute.backend=auto: 3 of 6 ranks have no usable GPU (hosts c1, c2), the others "
+            "do; fix those hosts, or ask for compute.backend=cpu");
+}
+
+TEST(MixedGpus, AtScaleTheFirstEightHostsAreNamedAndTheRestCounted) {
+  std::vector<std::string> hosts;
+  std::vector<bool> has_gpu;
+  for (int node = 0; node < 512; ++node) {
+    std::string name = "n";
+    name += std::to_string(node);
+    for (int local = 0; local < 8; ++local) {
+      hosts.push_back(name);
+      has_gpu.push_back(node % 32 != 5);  // 16 nodes without a GPU
+    }
+  }
+  const std::string problem = tp::mixed_gpu_problem(hosts, has_gpu);
+  EXPECT_NE(problem.find("128 of 4096 ranks have no usable GPU (hosts n5, n37, n69, n101, n133, "
+                         "n165, n197, n229 and 8 more)"),
+            std::string::npos)
+      << problem;
+}
