@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <string>
 
@@ -58,14 +57,14 @@ constexpr double kErrorLineWait_s = 60;
 void print_agreed_error(MPI_Comm comm, const std::string& message) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  const std::string line = "trainproof: error: " + message_text(message) + "\n";
+  const std::string text = message_text(message);
   if (rank == 0) {
-    std::fputs(line.c_str(), stderr);
+    std::fprintf(stderr, "trainproof: error: %s\n", text.c_str());
     std::fflush(stderr);
   }
   if (!barrier_within(comm, kErrorLineWait_s) && rank != 0) {
-    std::fprintf(stderr, "trainproof: error (rank %d on %s): %s", rank, host_name().c_str(),
-                 line.c_str() + std::strlen("trainproof: error: "));
+    std::fprintf(stderr, "trainproof: error (rank %d on %s): %s\n", rank, host_name().c_str(),
+                 text.c_str());
     std::fflush(stderr);
   }
 }
