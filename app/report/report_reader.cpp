@@ -15,61 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class ReadKind { object, array, string, number };
-
-const char* kind_name(ReadKind kind) {
-  switch (kind) {
-    case ReadKind::object:
-      return "an object";
-    case ReadKind::array:
-      return "an array";
-    case ReadKind::string:
-      return "a string";
-    case ReadKind::number:
-      return "a number";
-  }
-  return "";
-}
-
-bool is(const json& value, ReadKind kind) {
-  switch (kind) {
-    case ReadKind::object:
-      return value.is_object();
-    case ReadKind::array:
-      return value.is_array();
-    case ReadKind::string:
-      return value.is_string();
-    case ReadKind::number:
-      return value.is_number();
-  }
-  return false;
-}
-
-// The sections and fields every reader walks into, with the type it reads them as. A section
-// that is absent is fine (a sweep report has no `train`) unless it is required.
-struct ReadField {
-  const char* pointer;
-  ReadKind kind;
-  bool required;
-};
-constexpr ReadField kReadFields[] = {{"/context", ReadKind::object, true},
-                                     {"/context/hosts", ReadKind::array, false},
-                                     {"/context/warnings", ReadKind::array, false},
-                                     {"/gate", ReadKind::object, false},
-                                     {"/gate/checks", ReadKind::array, false},
-                                     {"/train", ReadKind::object, false},
-                                     {"/train/phases", ReadKind::object, false},
-                                     {"/checkpoint", ReadKind::object, false},
-                                     {"/data", ReadKind::object, false},
-                                     {"/sweep", ReadKind::object, false},
-                                     {"/drill", ReadKind::object, false},
-                                     {"/drill/verdict", ReadKind::string, false},
-                                     {"/accept", ReadKind::object, false},
-                                     {"/job", ReadKind::object, false},
-                                     {"/cost", ReadKind::object, false},
-                                     {"/nodes", ReadKind::array, false},
-                                     {"/ranks", ReadKind::array, false}};
-
+// What a JSON value is, in words: "a string", "an object", "null".
 std::string shown_kind(const json& value) {
   return value.is_null() ? "null"
                          : std::string(value.is_string()    ? "a string"
@@ -79,6 +25,31 @@ std::string shown_kind(const json& value) {
                                                             : "an object");
 }
 
+// The sections and fields every reader walks into, with what it reads them as (shown_kind's
+// words). A section that is absent is fine (a sweep report has no `train`) unless it is required.
+struct ReadField {
+  const char* pointer;
+  const char* kind;
+  bool required;
+};
+constexpr ReadField kReadFields[] = {{"/context", "an object", true},
+                                     {"/context/hosts", "an array", false},
+                                     {"/context/warnings", "an array", false},
+                                     {"/gate", "an object", false},
+                                     {"/gate/checks", "an array", false},
+                                     {"/train", "an object", false},
+                                     {"/train/phases", "an object", false},
+                                     {"/checkpoint", "an object", false},
+                                     {"/data", "an object", false},
+                                     {"/sweep", "an object", false},
+                                     {"/drill", "an object", false},
+                                     {"/drill/verdict", "a string", false},
+                                     {"/accept", "an object", false},
+                                     {"/job", "an object", false},
+                                     {"/cost", "an object", false},
+                                     {"/nodes", "an array", false},
+                                     {"/ranks", "an array", false}};
+
 // "" when the fields every reader walks into have the types they are read as, else which does not.
 std::string shape_problem(const json& report) {
   for (const ReadField& f : kReadFields) {
@@ -87,10 +58,8 @@ std::string shape_problem(const json& report) {
       if (f.required) return std::string("field ") + f.pointer + " is missing";
       continue;
     }
-    const json& value = report.at(where);
-    if (!is(value, f.kind))
-      return std::string("field ") + f.pointer + " is " + shown_kind(value) + ", not " +
-             kind_name(f.kind);
+    if (const std::string kind = shown_kind(report.at(where)); kind != f.kind)
+      return std::string("field ") + f.pointer + " is " + kind + ", not " + f.kind;
   }
   // Each phase's statistics (/train/phases/step/p50 ...).
   if (report.contains("train") && report["train"].contains("phases"))
