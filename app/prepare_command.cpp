@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "app/cli/mpi_command.h"
+#include "app/cli/option_values.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/sysinfo.h"
@@ -174,6 +175,7 @@ int run_prepare_data(const Invocation& inv) {
   MpiCommand command;
   command.name = "prepare-data";
   command.log_level = inv.options["log.level"].as<std::string>();
+  set_test_linger(command, inv.options);
   return run_mpi_command(command, [&](World& world) { return prepare_on_world(cfg, world); });
 }
 

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "app/cli/mpi_command.h"
+#include "app/cli/option_values.h"
 #include "app/judge/baseline.h"
 #include "app/report/gate.h"
 #include "app/report/report_text.h"
@@ -51,6 +52,7 @@ int run_sweep_command(const Invocation& inv) {
                                                            int size) {
     return pretend_host(split, host, rank, size);
   };
+  set_test_linger(command, inv.options);
   return run_mpi_command(command, [&](World& world) {
     agree_report_path_writable(inv.options["report"].as<std::string>(), world);
     json report = sweep_stage(inv, cfg, train, world);

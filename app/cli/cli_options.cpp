@@ -406,7 +406,11 @@ po::options_description test_options() {
       ("test.sysfs_root_rank", po::value<int>()->default_value(-1),
        "the rank (the first of its node) that reads test.sysfs_root")
       ("test.corrupt_sweep_rank", po::value<int>()->default_value(-1),
-       "sweep: perturb this world rank's result of every row before it is checked");
+       "sweep: perturb this world rank's result of every row before it is checked")
+      ("test.linger_rank", po::value<int>()->default_value(-1),
+       "this rank waits test.linger_s after its last work before it leaves (the negative control "
+       "of leaving together)")
+      ("test.linger_s", po::value<double>()->default_value(0.0), "the wait, in seconds");
   // clang-format on
   return group;
 }

@@ -3,10 +3,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "common/errors.h"
 #include "common/files.h"
@@ -69,6 +71,18 @@ void print_agreed_error(MPI_Comm comm, const std::string& message) {
   }
 }
 
+// How long a rank that has finished waits for the others before it leaves anyway (one of them is
+// stuck or gone: waiting longer proves nothing more).
+constexpr double kLeaveTogetherWait_s = 60;
+
+void leave_together(const MpiCommand& command, const World& world) {
+  if (world.rank == command.linger_rank)
+    std::this_thread::sleep_for(std::chrono::duration<double>(command.linger_s));
+  if (!barrier_within(world.comm, kLeaveTogetherWait_s))
+    spdlog::warn("leaving after {} s without every rank: one is stuck or gone",
+                 kLeaveTogetherWait_s);
+}
+
 // Errors every rank agreed on: printed once, and the job ends with their exit code.
 int run_with_agreed_errors(const std::function<int(World&)>& body, World& world) {
   try {
@@ -110,6 +124,7 @@ int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>&
   try {
     World world = make_command_world(command);
     const int code = run_with_agreed_errors(body, world);
+    leave_together(command, world);
     free_world(world);
     MPI_Finalize();
     return code;

@@ -18,6 +18,10 @@ struct MpiCommand {
   std::string log_level = "info";
   // Test only: this rank's pretend host name, from (real host, rank, size); empty keeps the host.
   std::function<std::string(const std::string&, int, int)> host_for_rank;
+  // Test only (test.linger_rank, test.linger_s): this rank waits so long after the body before it
+  // leaves, the negative control of leaving together.
+  int linger_rank = -1;
+  double linger_s = 0;
 };
 
 // Runs `body` on every rank and returns the process exit code:
@@ -26,6 +30,10 @@ struct MpiCommand {
 //   (agree_or_throw in mpi/world.h), printed once by rank 0, and the job ends cleanly;
 // - any other exception is one rank's alone: it is printed with the rank and host, and
 //   MPI_Abort ends the job with 3, so no rank is left waiting in a collective.
+// No rank leaves before every rank has finished its body (within a deadline): MPI_Finalize does not
+// wait for the others, and a launcher that kills the job when a rank exits non-zero (srun -K,
+// Slurm's KillOnBadExit, mpirun) would otherwise kill a slower rank 0 and end the job with 143
+// instead of its verdict (docs/report.md, "Exit codes").
 int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>& body);
 
 // A usage error found before MPI started (the command line, a scenario file), printed and turned

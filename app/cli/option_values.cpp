@@ -65,4 +65,9 @@ std::string one_of(const po::variables_map& vm, const char* name,
   throw UsageError(std::string(name) + "='" + value + "' is not one of: " + list);
 }
 
+void set_test_linger(MpiCommand& command, const boost::program_options::variables_map& vm) {
+  command.linger_rank = vm["test.linger_rank"].as<int>();
+  command.linger_s = in_range(vm, "test.linger_s", 0, 600, false);
+}
+
 }  // namespace tp

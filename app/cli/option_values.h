@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "app/cli/mpi_command.h"
 #include "common/errors.h"
 
 namespace tp {
@@ -20,6 +21,9 @@ std::string run_id_option(const boost::program_options::variables_map& vm);
 // The run's id: --run_id, or one made from the start time, this host and this process id.
 std::string run_id_for(const boost::program_options::variables_map& vm,
                        const std::string& start_time);
+
+// test.linger_rank and test.linger_s into `command`.
+void set_test_linger(MpiCommand& command, const boost::program_options::variables_map& vm);
 
 double in_range(const boost::program_options::variables_map& vm, const char* name, double low,
                 double high, bool low_open);

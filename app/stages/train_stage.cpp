@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "app/cli/mpi_command.h"
+#include "app/cli/option_values.h"
 #include "app/job/job_report.h"
 #include "app/report/context.h"
 #include "app/report/report.h"
@@ -320,6 +321,7 @@ MpiCommand training_command(const std::string& name, const Invocation& inv,
                                                          int size) {
     return pretend_host(split, host, rank, size);
   };
+  set_test_linger(command, inv.options);
   return command;
 }
 

@@ -35,6 +35,16 @@ class FabricCluster(ClusterCase):
     def flagged(self, run_):
         return [n["host"] for n in run_.report["nodes"] if n["flagged"]]
 
+    def test_a_failing_job_ends_with_its_verdict_when_rank_0_is_last(self):
+        # srun -K1 ends the step as soon as one task exits non-zero, and MPI_Finalize does not
+        # wait for the other ranks: without leaving together, the ranks that finished first kill
+        # rank 0 and the job ends 143 (SIGTERM) instead of its verdict.
+        failing = self.sweep("linger", SRUN_NODES, *SMALL, "--test.corrupt_sweep_rank=1",
+                             "--test.linger_rank=0", "--test.linger_s=2")
+        self.assertEqual(failing.returncode, 1, failing)
+        self.assertEqual(failing.report["verdict"], "FAIL")
+        self.assertNotIn("Terminated", failing.stderr)
+
     def test_a_throttled_node_is_named_and_its_control_flags_nothing(self):
         degraded = vcluster("degrade", "vc-n3", "100mbit", "both")
         self.addCleanup(vcluster, "restore", "vc-n3")
