@@ -45,7 +45,8 @@ struct DataConfig {
 };
 
 struct TrainConfig {
-  ModelSpec model;
+  ModelSpec model;  // model.global_batch is 0 until resolve_global_batch when batch_per_rank > 0
+  int64_t batch_per_rank = 0;      // > 0: model.batch_per_rank sets the batch, not model.batch
   bool preflight_topology = true;  // read and compare every node's topology at start
   int64_t steps = 0;
   int64_t warmup_steps = 0;
@@ -78,5 +79,8 @@ struct TrainConfig {
 // xxh3-128 over exactly the options that decide the training state: a checkpoint restores only
 // into a run with the same hash (docs/report.md, "Scenario hash").
 std::string scenario_hash(const TrainConfig& config);
+
+// With model.batch_per_rank, the global batch once the world size is known; model.batch's stands.
+void resolve_global_batch(TrainConfig& config, int world_size);
 
 }  // namespace tp

@@ -146,7 +146,8 @@ void run_stage(const std::string& stage, const AcceptInputs& in, const World& wo
   }
 }
 
-int accept_on_world(const AcceptInputs& in, const World& world) {
+int accept_on_world(AcceptInputs in, const World& world) {
+  resolve_global_batch(in.train, world.size);
   AcceptRun run;
   run.job.mark(kLaunch);
   agree_report_path_writable(in.inv.options["report"].as<std::string>(), world);

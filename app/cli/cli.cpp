@@ -35,7 +35,7 @@ ModelSpec model_from(const po::variables_map& vm) {
   ModelSpec m;
   m.layers = fits_int(positive(vm, "model.layers"), "model.layers");
   m.seq = fits_int(positive(vm, "model.seq"), "model.seq");
-  m.global_batch = positive(vm, "model.batch");
+  if (vm["model.batch_per_rank"].as<int64_t>() == 0) m.global_batch = positive(vm, "model.batch");
   const int64_t params = vm["model.params"].as<int64_t>();
   if (params < 0) throw UsageError("model.params must be positive, got " + std::to_string(params));
   if (params > 0) {
@@ -50,6 +50,21 @@ ModelSpec model_from(const po::variables_map& vm) {
     m.hidden = fits_int(positive(vm, "model.hidden"), "model.hidden");
   }
   return m;
+}
+
+// Largest per-rank batch: beyond it the global batch of a million ranks could overflow.
+constexpr int64_t kMaxBatchPerRank = int64_t(1) << 30;
+
+int64_t batch_per_rank_from(const po::variables_map& vm) {
+  const int64_t per_rank =
+      bounded<int64_t>(vm, "model.batch_per_rank", 0, kMaxBatchPerRank, "0 takes model.batch");
+  // Only when both are in one place: settle_batch_setting lets the command line's replace a
+  // scenario's.
+  if (per_rank > 0 && !vm["model.batch"].defaulted())
+    throw UsageError("model.batch=" + std::to_string(vm["model.batch"].as<int64_t>()) +
+                     " and model.batch_per_rank=" + std::to_string(per_rank) +
+                     " exclude each other: give the global batch or the per-rank one");
+  return per_rank;
 }
 
 void read_run_length(const po::variables_map& vm, TrainConfig& c) {
@@ -249,6 +264,27 @@ void note_sources(Invocation& inv, const std::string& source) {
     if (!value.defaulted() && name != "operand") inv.option_source.emplace(name, source);
 }
 
+// model.batch and model.batch_per_rank exclude each other. When the command line gives one and a
+// scenario the other, the command line's replaces the scenario's, which goes back to its default
+// (both in one place stays an error, in batch_per_rank_from).
+void settle_batch_setting(Invocation& inv, const po::options_description& options) {
+  const char* pair[] = {"model.batch", "model.batch_per_rank"};
+  auto given = [&](const char* name) {
+    return inv.options.count(name) > 0 && !inv.options[name].defaulted();
+  };
+  if (!given(pair[0]) || !given(pair[1])) return;
+  for (int i = 0; i < 2; ++i) {
+    const char* other = pair[1 - i];
+    if (inv.option_source[pair[i]] != "command line" || inv.option_source[other] == "command line")
+      continue;
+    boost::any fallback;
+    options.find(other, false).semantic()->apply_default(fallback);
+    inv.options.at(other) = po::variable_value(fallback, true);
+    inv.option_source.erase(other);
+    return;
+  }
+}
+
 void check_general_options(const po::variables_map& vm) {
   one_of(vm, "log.level", {"trace", "debug", "info", "warn", "error", "critical", "off"});
   run_id_option(vm);
@@ -317,6 +353,7 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
     store_option_file(inv, "gate.file", path, read_file("--gate.file", path), options);
     note_sources(inv, "gate.file " + path);
   }
+  settle_batch_setting(inv, options);
   po::notify(inv.options);
   check_general_options(inv.options);
   return inv;
@@ -425,6 +462,7 @@ std::string help_text(const std::string& subcommand) {
 TrainConfig train_config_from(const po::variables_map& vm) {
   TrainConfig c;
   c.model = model_from(vm);
+  c.batch_per_rank = batch_per_rank_from(vm);
   c.dtype = one_of(vm, "model.dtype", {"fp32", "bf16", "fp16"});
   read_run_length(vm, c);
   c.optimizer = optimizer_from(vm);

@@ -42,7 +42,13 @@ po::options_description model_options() {
        "parameter budget; when > 0 the width is derived from it (give this or model.hidden)")
       ("model.seq", po::value<int64_t>()->default_value(64), "tokens per sample")
       ("model.batch", po::value<int64_t>()->default_value(32),
-       "GLOBAL batch in samples, split over the ranks")
+       "GLOBAL batch in samples, split over the ranks: the final digest is the same at any "
+       "world size")
+      ("model.batch_per_rank", po::value<int64_t>()->default_value(0),
+       "> 0: samples per rank and step instead of model.batch, so a scenario asks the same of "
+       "each GPU at any size (global batch = this x ranks; the digest is the same only at the "
+       "same world size). Excludes model.batch; the command line's choice replaces the "
+       "scenario's")
       ("model.dtype", po::value<std::string>()->default_value("fp32"),
        "GEMM element type: fp32, bf16 or fp16 (16-bit inputs accumulate in fp32; cuda only)");
   // clang-format on

@@ -220,6 +220,9 @@ json model_json(const TrainConfig& cfg) {
           {"hidden", cfg.model.hidden},
           {"seq", cfg.model.seq},
           {"global_batch", cfg.model.global_batch},
+          // Which option set the batch; null per rank when model.batch did.
+          {"batch_set_by", cfg.batch_per_rank > 0 ? "model.batch_per_rank" : "model.batch"},
+          {"batch_per_rank", cfg.batch_per_rank > 0 ? json(cfg.batch_per_rank) : json(nullptr)},
           {"parameters", cfg.model.parameters()},
           {"dtype", cfg.dtype},
           {"flops_per_step", cfg.model.flops_per_step()}};

@@ -214,6 +214,7 @@ class HeartbeatCleanup {
 TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& world, JobClock& job) {
   RunOutcome run;
   run.start_time = utc_timestamp();
+  resolve_global_batch(cfg, world.size);
   const auto heartbeat = prepare_outputs(cfg, inv.options["report"].as<std::string>(), world);
   HeartbeatCleanup cleanup(*heartbeat, world, cfg.watchdog_dir.empty());
   job.mark(kSetup);

@@ -148,6 +148,30 @@ class MergedWithADrill(unittest.TestCase):
             self.assertIn("drill", report)
             self.assertEqual(report["train"], accepted_report["train"])
 
+class TheSameWorkAtAnySize(unittest.TestCase):
+    """The shipped scenarios set a batch per rank and save the state once across the job (the
+    shared file): at 2 and 4 ranks each rank gets the same samples and a save the same bytes."""
+
+    def test_the_per_rank_batch_and_the_save_do_not_grow_with_the_world(self):
+        saves = {}
+        for ranks in (2, 4):
+            run = accept(ranks, "--accept.stages=train,restore")
+            self.assertEqual(run.returncode, 0, run)
+            model = run.report["train"]["model"]
+            self.assertEqual(model["batch_set_by"], "model.batch_per_rank")
+            self.assertEqual(model["global_batch"], 4 * ranks)
+            self.assertEqual(run.report["checkpoint"]["layout"], "shared-file")
+            saves[ranks] = run.report["checkpoint"]["bytes"]
+            self.assertEqual(check_by_name(run.report, "restore_digest")["status"], "pass")
+        self.assertEqual(saves[2], saves[4], saves)
+
+    def test_a_global_batch_on_the_command_line_replaces_the_scenarios_per_rank_one(self):
+        run = accept(2, "--accept.stages=train", "--model.batch=6")
+        self.assertEqual(run.returncode, 0, run)
+        model = run.report["train"]["model"]
+        self.assertEqual((model["batch_set_by"], model["global_batch"], model["batch_per_rank"]),
+                         ("model.batch", 6, None))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
