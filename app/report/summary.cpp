@@ -83,9 +83,14 @@ std::string header_lines(const json& ctx, const json& train) {
       ctx.at("backends").at("compute").get<std::string>().c_str(),
       ctx.at("backends").at("comm").get<std::string>().c_str(),
       train.at("timing").at("overlap").get<bool>() ? " (overlapped)" : " (blocking)");
-  out += printf_text("model: %d layers x %d hidden, seq %d, global batch %lld, %s parameters\n\n",
+  // Reports before model.batch_per_rank have no such field.
+  const json per_rank = model.value("batch_per_rank", json());
+  const std::string batch =
+      std::to_string(model.at("global_batch").get<long long>()) +
+      (per_rank.is_number() ? " (" + std::to_string(per_rank.get<long long>()) + " per rank)" : "");
+  out += printf_text("model: %d layers x %d hidden, seq %d, global batch %s, %s parameters\n\n",
                      model.at("layers").get<int>(), model.at("hidden").get<int>(),
-                     model.at("seq").get<int>(), model.at("global_batch").get<long long>(),
+                     model.at("seq").get<int>(), batch.c_str(),
                      si(model.at("parameters").get<double>(), "").c_str());
   return out;
 }
