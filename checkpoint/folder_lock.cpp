@@ -82,6 +82,17 @@ FolderLock FolderLock::take(const std::string& path, double wait_s, const std::s
   return lock;
 }
 
+FolderLock FolderLock::share() const {
+  FolderLock copy;
+  if (state_ != State::held) return copy;
+  copy.fd_ = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (copy.fd_ < 0)
+    throw RuntimeError(std::string("cannot share the checkpoint folder's lock: ") +
+                       std::strerror(errno));
+  copy.state_ = State::held;
+  return copy;
+}
+
 FolderLock::FolderLock(FolderLock&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       state_(std::exchange(other.state_, State::none)),

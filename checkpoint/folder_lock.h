@@ -36,6 +36,11 @@ class FolderLock {
   FolderLock& operator=(const FolderLock&) = delete;
   ~FolderLock();  // closing the descriptor releases the lock
 
+  // Another handle on a held lock (a duplicate descriptor of the same open file, which flock
+  // treats as the same holder): the lock stays until every handle is closed. A RuntimeError when
+  // the descriptor cannot be duplicated; an unheld lock gives an unheld handle.
+  FolderLock share() const;
+
   State state() const { return state_; }
   bool held() const { return state_ == State::held; }
   // busy: "host H, pid P" as the holder wrote it ("an unknown holder" before it has written).

@@ -104,6 +104,10 @@ std::string CheckpointStore::take_lock(CheckpointFolderFacts& facts) {
   const std::string& dir = options_.dir;
   const std::string path = dir + "/" + kFolderLockFile;
   try {
+    if (options_.held_lock && options_.held_lock->held()) {
+      lock_ = options_.held_lock->share();
+      return "";
+    }
     lock_ = FolderLock::take(path, options_.lock_wait_s, world_.host, [&](const std::string& who) {
       spdlog::warn(
           "checkpoint.dir '{}' is in use by another job ({}); waiting up to {} s for it "

@@ -9,6 +9,7 @@
 // falls back past damage.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ struct CheckpointOptions {
   bool overwrite = false;
   // How long the preflight waits for another job's lock on the folder before giving up.
   double lock_wait_s = 60;
+  // Rank 0: the folder's lock when this process holds it already (accept holds it for its whole
+  // run): the preflight shares it instead of waiting for it. Null: the preflight takes it.
+  std::shared_ptr<const FolderLock> held_lock;
   // Test-only: this rank looks for rank 0's probe in a folder of its own, as a rank on a host
   // with its own disk under the same path would.
   int test_unshared_rank = -1;
@@ -112,6 +116,9 @@ class CheckpointStore {
   // Collective. The newest checkpoint whose every file verifies, or nullopt when none does.
   // A checkpoint of another world size, scenario or layout is a UsageError naming both values.
   std::optional<CheckpointRestore> restore(TrainingState& state);
+
+  // Rank 0, after the preflight: the folder's lock, held while this store lives.
+  const FolderLock& folder_lock() const { return lock_; }
 
   static std::string folder_name(int64_t step);
   // Newest committed step in the folder (rank 0's view), or 0.

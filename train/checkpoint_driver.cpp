@@ -21,8 +21,17 @@ CheckpointOptions checkpoint_options(const TrainConfig& config) {
   o.shard_optimizer = config.checkpoint_shard_optimizer;
   o.overwrite = config.checkpoint_overwrite;
   o.lock_wait_s = config.checkpoint_lock_wait_s;
+  o.held_lock = config.checkpoint_lock;
   o.test_unshared_rank = config.test.unshared_checkpoint_rank;
   return o;
+}
+
+PreflightPlan checkpoint_preflight_plan(const TrainConfig& config, const CheckpointStore& store) {
+  PreflightPlan plan;
+  plan.checkpoint_bytes = store.expected_bytes(uint64_t(config.model.parameters()),
+                                               config.optimizer.kind == OptimizerKind::adam);
+  plan.fresh_start = config.resume == "none";
+  return plan;
 }
 
 CheckpointDriver::CheckpointDriver(const TrainConfig& config, const World& world,
@@ -33,11 +42,7 @@ CheckpointDriver::CheckpointDriver(const TrainConfig& config, const World& world
       clock_(clock),
       store_(checkpoint_options(config), world, scenario_hash(config), clock),
       writer_world_(world) {
-  PreflightPlan plan;
-  plan.checkpoint_bytes = store_.expected_bytes(uint64_t(config.model.parameters()),
-                                                config.optimizer.kind == OptimizerKind::adam);
-  plan.fresh_start = config.resume == "none";
-  folder_ = store_.preflight(plan);
+  folder_ = store_.preflight(checkpoint_preflight_plan(config, store_));
   if (config.resume == "none" && world.rank == 0 && store_.newest_committed() > 0)
     spdlog::warn(
         "checkpoint.dir '{}' already holds checkpoints up to step {}; --resume none "

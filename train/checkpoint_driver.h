@@ -21,6 +21,9 @@
 namespace tp {
 
 CheckpointOptions checkpoint_options(const TrainConfig& config);
+// What the folder's preflight checks for this run: a checkpoint's size, and whether it starts
+// fresh.
+PreflightPlan checkpoint_preflight_plan(const TrainConfig& config, const CheckpointStore& store);
 
 struct Preemption {
   int signal = 0;

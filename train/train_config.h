@@ -1,9 +1,11 @@
 #pragma once
 // Everything the step loop needs, resolved from options (app/cli/cli.cpp) and validated.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "checkpoint/folder_lock.h"
 #include "kernels/compute_backend.h"
 #include "kernels/model_spec.h"
 #include "train/faults.h"
@@ -70,7 +72,10 @@ struct TrainConfig {
   bool checkpoint_async = false;
   bool checkpoint_overwrite = false;     // delete another scenario's checkpoints in the folder
   double checkpoint_lock_wait_s = 60.0;  // wait this long for another job's lock on the folder
-  std::string resume = "none";           // none, auto, require
+  // Rank 0, set by accept: the folder's lock, held from before its first stage to its end; every
+  // checkpoint store of the run shares it (checkpoint/folder_lock.h).
+  std::shared_ptr<const FolderLock> checkpoint_lock;
+  std::string resume = "none";  // none, auto, require
   DataConfig data;
   double epochs = 0;  // > 0: train.steps follows from the dataset (ceil(epochs * samples / batch))
   TestHooks test;

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "app/accept/accept_config.h"
+#include "app/accept/accept_inputs.h"
 #include "app/accept/accept_preflight.h"
 #include "app/accept/accept_report.h"
 #include "app/accept/accept_restore.h"
@@ -150,7 +151,11 @@ int accept_on_world(AcceptInputs in, const World& world) {
   resolve_global_batch(in.train, world.size);
   AcceptRun run;
   run.job.mark(kLaunch);
-  agree_report_path_writable(in.inv.options["report"].as<std::string>(), world);
+  const std::string report_path = in.inv.options["report"].as<std::string>();
+  agree_report_path_writable(report_path, world);
+  in.train.checkpoint_lock = check_accept_inputs(in.train, in.sweep, in.accept, report_path, world);
+  run.job.mark(kSetup);
+  if (world.rank == 0) spdlog::info("accept: every input checked");
   for (const std::string& stage : in.accept.stages) {
     run_stage(stage, in, world, run);
     if (run.preempted) break;

@@ -196,6 +196,12 @@ std::unique_ptr<Collective> make_collective(const TrainConfig& cfg, const World&
                           missing_rank_namer(heartbeat->dir(), world.rank, world.size, deadline));
 }
 
+void check_dtype_runs(const TrainConfig& cfg, bool use_cuda) {
+  if (!use_cuda && cfg.dtype != "fp32")
+    throw UsageError("model.dtype=" + cfg.dtype +
+                     " needs compute.backend=cuda; the cpu backend computes fp32");
+}
+
 std::string gib(uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f GiB", double(bytes) / double(1ull << 30));
@@ -210,9 +216,7 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
   const bool use_cuda = agree_on_cuda(cfg, world, b);
   const int device = use_cuda ? choose_device(world, b) : -1;
   const bool use_nccl = agree_on_nccl(cfg, world, use_cuda, device, b);
-  if (!use_cuda && cfg.dtype != "fp32")
-    throw UsageError("model.dtype=" + cfg.dtype +
-                     " needs compute.backend=cuda; the cpu backend computes fp32");
+  check_dtype_runs(cfg, use_cuda);
   if (use_cuda) {
     b.compute = b.gpu->make_compute(device, cfg.dtype);
   } else {
@@ -221,6 +225,14 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
   }
   b.comm = make_collective(cfg, world, heartbeat, std::move(deadline), use_cuda, use_nccl, b);
   return b;
+}
+
+std::string expected_comm_backend(const TrainConfig& cfg, const World& world) {
+  Backends scratch;
+  const bool use_cuda = agree_on_cuda(cfg, world, scratch);
+  check_dtype_runs(cfg, use_cuda);
+  if (cfg.comm_backend == "mpi" || !use_cuda) return "mpi";
+  return cfg.comm_backend == "nccl" ? "nccl" : "";
 }
 
 uint64_t gpu_host_staging_bytes(const BackendConfig& bc, bool staged_gradient) {

@@ -42,6 +42,13 @@ struct Backends {
 Backends select_backends(const TrainConfig& config, const World& world, const Heartbeat* heartbeat,
                          std::shared_ptr<const CommDeadline> deadline = nullptr);
 
+// Collective, before anything runs (accept checks it before its first stage): as far as it can be
+// known without creating the backends, throws what select_backends would (a job whose ranks
+// disagree about having a GPU, under auto, is exit 3; a 16-bit model.dtype on the CPU exit 2).
+// Returns the collective the run will get, "mpi" or "nccl", or "" when only creating it will tell
+// (auto on GPUs: NCCL unless ranks share a GPU).
+std::string expected_comm_backend(const TrainConfig& config, const World& world);
+
 // Pure: under compute.backend=auto, "" when every rank or no rank has a usable GPU, else the
 // error that names the hosts without one (the first 8, and how many more). A job whose ranks
 // disagree would otherwise fall back to the CPU on every rank, and a GPU gate would fail with no

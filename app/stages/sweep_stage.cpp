@@ -63,19 +63,10 @@ GroupSetup make_group(const std::string& split, const World& world, Collective& 
 
 // A dtype the backend lacks is a usage error, found before anything is timed.
 void check_backend_runs(const SweepConfig& cfg, const World& world, const Collective& comm) {
-  std::string problem;
-  for (CollectiveOp op : cfg.plan.ops)
-    if (const std::string why = comm.cannot_run(op, cfg.plan.type, false); !why.empty()) {
-      problem = "sweep.dtype=" + sweep_type_name(cfg.plan.type) +
-                " with comm.backend=" + comm.name() + ": " + why;
-      break;
-    }
-  if (problem.empty() && world.size > most_exact_ranks(cfg.plan.type))
-    problem = "sweep.dtype=" + sweep_type_name(cfg.plan.type) + " cannot hold a sum over " +
-              std::to_string(world.size) + " ranks exactly (at most " +
-              std::to_string(most_exact_ranks(cfg.plan.type)) +
-              "), so its results could not be checked; use float32";
-  agree_or_throw<UsageError>(world, problem);
+  agree_or_throw<UsageError>(
+      world, sweep_backend_problem(cfg, world.size, comm.name(), [&](CollectiveOp op) {
+        return comm.cannot_run(op, cfg.plan.type, false);
+      }));
 }
 
 // Rank 0 prints as the sweep goes: the table itself for one group, as nccl-tests does; a line
@@ -190,6 +181,23 @@ void check_sweep_memory(const SweepConfig& cfg, const TrainConfig& train, const 
 }
 
 }  // namespace
+
+std::string sweep_backend_problem(const SweepConfig& cfg, int world_size,
+                                  const std::string& comm_name,
+                                  const std::function<std::string(CollectiveOp)>& cannot_run) {
+  for (CollectiveOp op : cfg.plan.ops) {
+    const std::string why = cannot_run(op);
+    if (!why.empty())
+      return "sweep.dtype=" + sweep_type_name(cfg.plan.type) + " with comm.backend=" + comm_name +
+             ": " + why;
+  }
+  if (world_size > most_exact_ranks(cfg.plan.type))
+    return "sweep.dtype=" + sweep_type_name(cfg.plan.type) + " cannot hold a sum over " +
+           std::to_string(world_size) + " ranks exactly (at most " +
+           std::to_string(most_exact_ranks(cfg.plan.type)) +
+           "), so its results could not be checked; use float32";
+  return "";
+}
 
 json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfig& train,
                  const World& world) {

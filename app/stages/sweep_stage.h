@@ -3,8 +3,12 @@
 // runs as one of its stages (docs/sweep.md).
 #include <nlohmann/json.hpp>
 
+#include <functional>
+#include <string>
+
 #include "app/cli/cli.h"
 #include "app/stages/sweep_config.h"
+#include "mpi/collective.h"
 #include "mpi/world.h"
 
 namespace tp {
@@ -13,5 +17,12 @@ namespace tp {
 // stage of `accept`. Rank 0 gets the sweep's report, not yet written.
 nlohmann::json sweep_stage(const Invocation& invocation, const SweepConfig& config,
                            const TrainConfig& train, const World& world);
+
+// Pure: "" or why the sweep's dtype cannot run over the collective `comm_name`, which says through
+// `cannot_run` which operations it lacks, or at this world size. The stage checks the collective
+// it got; accept, before its first stage, the one it will get.
+std::string sweep_backend_problem(const SweepConfig& config, int world_size,
+                                  const std::string& comm_name,
+                                  const std::function<std::string(CollectiveOp)>& cannot_run);
 
 }  // namespace tp

@@ -69,6 +69,13 @@ std::string usage_problem(Check check) {
 
 }  // namespace
 
+void check_batch_covers_world(const TrainConfig& cfg, const World& world) {
+  if (cfg.model.global_batch < world.size)
+    throw UsageError("model.batch=" + std::to_string(cfg.model.global_batch) +
+                     " is smaller than the world size " + std::to_string(world.size) +
+                     ": every rank needs at least one sample");
+}
+
 std::unique_ptr<Heartbeat> prepare_outputs(const TrainConfig& cfg, const std::string& report_path,
                                            const World& world) {
   // The report path first: a refused run leaves nothing behind, not even the heartbeat folder.

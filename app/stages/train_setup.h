@@ -37,6 +37,9 @@ std::vector<std::string> heartbeat_visibility_warnings(
 // disagrees, and takes the dataset's shape (and, with train.epochs, the step count) into `config`.
 std::optional<DatasetSpec> reconcile_dataset(TrainConfig& config, const World& world);
 
+// Every rank gets at least one sample of the global batch (a UsageError otherwise).
+void check_batch_covers_world(const TrainConfig& config, const World& world);
+
 // Draws random faults (the same on every rank) and validates every fault against the run.
 void resolve_faults(TrainConfig& config, const World& world);
 

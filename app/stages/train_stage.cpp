@@ -52,13 +52,6 @@ struct RunOutcome {
   std::vector<std::string> heartbeat_warnings;  // rank 0
 };
 
-void check_batch_covers_world(const TrainConfig& cfg, const World& world) {
-  if (cfg.model.global_batch < world.size)
-    throw UsageError("model.batch=" + std::to_string(cfg.model.global_batch) +
-                     " is smaller than the world size " + std::to_string(world.size) +
-                     ": every rank needs at least one sample");
-}
-
 // NCCL opens connections lazily, for each algorithm and protocol it first picks, and its choice
 // follows the size: one reduction of every bucket size during set-up, under the set-up
 // allowance, keeps that from eating a training step's deadline. The gradients it leaves are
