@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "checkpoint/folder_lock.h"
@@ -138,6 +139,26 @@ TEST(FolderLockHolder, AnUnwrittenFileNamesAnUnknownHolder) {
   EXPECT_EQ(tp::describe_lock_holder(""), "an unknown holder");
   EXPECT_EQ(tp::describe_lock_holder("node7"), "an unknown holder");
   EXPECT_EQ(tp::describe_lock_holder("node7 4242\n"), "host node7, pid 4242");
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(FolderLockTest, ASharedHandleKeepsTheLockUntilEveryHandleIsClosed) {
+  std::optional<FolderLock> first(FolderLock::take(path, 0, "unit-host"));
+  ASSERT_TRUE(first->held());
+  {
+    const FolderLock shared = first->share();
+    EXPECT_TRUE(shared.held());
+  }
+  EXPECT_EQ(FolderLock::take(path, 0, "other-host").state(), FolderLock::State::busy)
+      << "closing the shared handle released the holder's lock";
+  const FolderLock shared = first->share();
+  first.reset();
+  EXPECT_EQ(FolderLock::take(path, 0, "other-host").state(), FolderLock::State::busy)
+      << "the shared handle lost the lock when the first closed";
+  EXPECT_FALSE(FolderLock().share().held()) << "an unheld lock shares nothing";
 }
 
 }  // namespace
