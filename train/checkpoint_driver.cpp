@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string>
 
 #include "checkpoint/slices.h"
 #include "common/errors.h"
@@ -154,17 +155,18 @@ CheckpointHook CheckpointDriver::checkpoint_hook(ComputeBackend& backend) {
 
 // The agreement costs one small allreduce per step.
 bool CheckpointDriver::stop_requested(int64_t step, ComputeBackend& backend) {
-  int signal = preemption_signal();
-  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &signal, 1, MPI_INT, MPI_MAX, world_.comm));
+  const int signal = agreed_stop(world_.comm);
   if (signal == 0) return false;
   if (last_checkpoint_ != step) take_checkpoint(step, backend);
   if (writer_) writer_->wait();
   preempted_ = Preemption{signal, step};
   if (world_.rank == 0)
     spdlog::warn(
-        "{} received: stopped after step {} with its checkpoint committed; resume with "
+        "{}: stopped after step {} with its checkpoint committed; resume with "
         "--resume auto",
-        signal_name(signal), step);
+        signal == kStopBudget ? "the time budget ran out"
+                              : std::string(signal_name(signal)) + " received",
+        step);
   return true;
 }
 

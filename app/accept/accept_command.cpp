@@ -6,11 +6,13 @@
 #include <mpi.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
 #include "app/accept/accept_config.h"
 #include "app/accept/accept_inputs.h"
+#include "app/accept/accept_progress.h"
 #include "app/accept/accept_preflight.h"
 #include "app/accept/accept_report.h"
 #include "app/accept/accept_restore.h"
@@ -25,6 +27,7 @@
 #include "common/errors.h"
 #include "common/files.h"
 #include "mpi/check.h"
+#include "train/preemption.h"
 
 namespace tp {
 namespace {
@@ -46,7 +49,7 @@ struct AcceptRun {
   json partial = json::object();  // every section so far, for judging a stage's thresholds
   json context, preflight_nodes;
   std::optional<TrainStage> trained;
-  bool preempted = false;
+  AcceptStop stop;  // a signal or the time budget (app/accept/accept_progress.h)
   JobClock job = JobClock::since_process_start();
 };
 
@@ -101,7 +104,7 @@ StageAttempt run_train(const AcceptInputs& in, const World& world, AcceptRun& ru
   TrainConfig cfg = in.train;
   cfg.preflight_topology = cfg.preflight_topology && !in.accept.runs("preflight");
   run.trained = train_stage(in.inv, cfg, world, run.job);
-  run.preempted = run.trained->preempted;
+  if (run.trained->preempted) run.stop = {stop_agreed(), "train", true};
   if (world.rank != 0) return {"train", 1, {}, {}};
   const json& report = run.trained->report;
   run.context = report["context"];  // the richest: training's backends, GPUs and warnings
@@ -125,18 +128,40 @@ StageAttempt run_once(const std::string& stage, const AcceptInputs& in, const Wo
   return run_restore(in, world, run);
 }
 
+// A stage's attempt; one that a stop cut short (every rank threw StageStopped at the same stop
+// point) is kept as stopped, with nothing measured.
+StageAttempt attempt_stage(const std::string& stage, const AcceptInputs& in, const World& world,
+                           AcceptRun& run) {
+  StageAttempt a;
+  try {
+    a = run_once(stage, in, world, run);
+  } catch (const StageStopped& stopped) {
+    run.job.mark(stage);
+    a.stage = stage;
+    run.stop = {stopped.stop(), stage, true};
+  }
+  a.stopped = run.stop.in_stage && run.stop.stage == stage;
+  if (a.stopped && world.rank == 0) {
+    spdlog::warn("accept: stage {} stopped: {}", stage, signal_name(run.stop.stop));
+    a.checks.push_back(gate_check("stage_complete", nullptr, nullptr, "incomplete",
+                                  std::string("stopped by ") + signal_name(run.stop.stop) +
+                                      " before it finished"));
+  }
+  return a;
+}
+
 // Runs a stage, and again while it fails and retries are left; every attempt is kept.
 void run_stage(const std::string& stage, const AcceptInputs& in, const World& world,
                AcceptRun& run) {
   for (int attempt = 1;; ++attempt) {
-    StageAttempt a = run_once(stage, in, world, run);
+    StageAttempt a = attempt_stage(stage, in, world, run);
     a.attempt = attempt;
     int again = 0;
     if (world.rank == 0) {
       add_sections(run.partial, a.sections);
       a.threshold_checks = stage_threshold_checks(in.accept, stage, run.partial, attempt);
       again = attempt <= in.accept.retries &&
-              stage_failed(in.accept, stage, run.partial, a.checks) && !run.preempted;
+              stage_failed(in.accept, stage, run.partial, a.checks) && run.stop.stop == 0;
       if (again)
         spdlog::warn("accept: stage {} failed on attempt {}; running it again ({} of {} retries)",
                      stage, attempt, attempt, in.accept.retries);
@@ -147,31 +172,77 @@ void run_stage(const std::string& stage, const AcceptInputs& in, const World& wo
   }
 }
 
+// The context so far, for a partial report: the richest stage's, with the preflight's nodes.
+json context_of(const AcceptRun& run) {
+  json context = run.context.is_null() ? json::object() : run.context;
+  if (!run.preflight_nodes.is_null()) context["nodes"] = run.preflight_nodes;
+  return context;
+}
+
+// From here on SIGTERM and SIGUSR1 stop the run at its next stop point, and so does the budget.
+void arm_stops(const AcceptConfig& accept) {
+  install_preemption_handlers();
+  if (accept.time_budget_s > 0)
+    set_stop_deadline(std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(accept.time_budget_s)));
+}
+
+// Every selected stage in order, each starting only when no stop was asked for; rank 0 writes the
+// report so far as each starts.
+void run_stages(const AcceptInputs& in, const std::string& report_path, const World& world,
+                AcceptRun& run) {
+  for (const std::string& stage : in.accept.stages) {
+    if (const int stop = agreed_stop(world.comm); stop != 0) {
+      run.stop = {stop, stage, false};
+      break;
+    }
+    if (world.rank == 0)
+      write_partial_report(report_path,
+                           accept_report(in.accept, run.attempts, json::object(), context_of(run),
+                                         nullptr,
+                                         "partial report, written as stage " + stage +
+                                             " started: the run has not finished"),
+                           stage);
+    run_stage(stage, in, world, run);
+    if (run.stop.stop != 0) return;
+  }
+  // A signal during the last stage, which finished: the run was still asked to stop.
+  if (const int stop = agreed_stop(world.comm); run.stop.stop == 0 && stop != 0 &&
+                                                 stop != kStopBudget)
+    run.stop = {stop, in.accept.stages.back(), false};
+}
+
 int accept_on_world(AcceptInputs in, const World& world) {
   resolve_global_batch(in.train, world.size);
   AcceptRun run;
   run.job.mark(kLaunch);
+  arm_stops(in.accept);
   const std::string report_path = in.inv.options["report"].as<std::string>();
   agree_report_path_writable(report_path, world);
   in.train.checkpoint_lock = check_accept_inputs(in.train, in.sweep, in.accept, report_path, world);
   run.job.mark(kSetup);
   if (world.rank == 0) spdlog::info("accept: every input checked");
-  for (const std::string& stage : in.accept.stages) {
-    run_stage(stage, in, world, run);
-    if (run.preempted) break;
-  }
+  run_stages(in, report_path, world, run);
   json job_sections = {
       {"job",
        gather_job_section(world, run.job, run.trained ? run.trained->sums : StepPhaseSums{})}};
   json report;
   if (world.rank == 0) {
-    json context = run.context.is_null() ? json::object() : run.context;
-    if (!run.preflight_nodes.is_null()) context["nodes"] = run.preflight_nodes;
     add_sections(run.partial, job_sections);
     job_sections["cost"] = cost_json(in.rates, cost_inputs_from(run.partial));
-    report = accept_report(in.accept, run.attempts, job_sections, context, in.baseline.golden);
+    report = accept_report(in.accept, run.attempts, job_sections, context_of(run),
+                           in.baseline.golden,
+                           incomplete_reason(in.accept, run.attempts, run.stop,
+                                             in.accept.time_budget_s));
   }
-  return publish_report(in.inv, report, world, run.preempted);
+  const bool signalled = run.stop.stop != 0 && run.stop.stop != kStopBudget;
+  const int code = publish_report(in.inv, report, world, signalled);
+  if (world.rank == 0) {
+    std::error_code ignored;  // the final report stands for it
+    std::filesystem::remove(partial_report_path(report_path), ignored);
+  }
+  return code;
 }
 
 }  // namespace

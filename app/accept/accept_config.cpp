@@ -165,6 +165,7 @@ AcceptConfig accept_config_from(const po::variables_map& vm,
   c.expected_hash = vm["gate.scenario_hash"].as<std::string>();
   c.baseline = vm["baseline"].as<std::string>();
   c.tolerance = in_range(vm, "tolerance", 0.0, 1.0, true);
+  c.time_budget_s = in_range(vm, "accept.time_budget_s", 0.0, 1e7, false);
   read_thresholds(vm, sources, train, c);
   check_restore_stage(c, train);
   return c;

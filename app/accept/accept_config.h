@@ -33,6 +33,7 @@ struct AcceptConfig {
   std::string expected_hash;  // gate.scenario_hash
   std::string baseline;       // --baseline FILE, or empty
   double tolerance = 0.9;
+  double time_budget_s = 0;  // 0: none
   bool runs(const std::string& stage) const;
 };
 

@@ -18,6 +18,7 @@ json attempt_json(const StageAttempt& a) {
   for (const json& c : a.threshold_checks) checks.push_back(c);
   return {{"stage", a.stage},
           {"attempt", a.attempt},
+          {"stopped", a.stopped},
           {"verdict", verdict_of_checks(checks)},
           {"checks", checks}};
 }
@@ -43,7 +44,8 @@ void add_sections(json& report, const json& sections) {
 }
 
 json accept_report(const AcceptConfig& config, const std::vector<StageAttempt>& attempts,
-                   const json& job_sections, json context, const json& golden) {
+                   const json& job_sections, json context, const json& golden,
+                   const std::string& incomplete) {
   json report = {{"schema", kReportSchema}};
   StageAttempts ran;
   json history = json::array();
@@ -68,6 +70,8 @@ json accept_report(const AcceptConfig& config, const std::vector<StageAttempt>& 
   }
   add_sections(report, job_sections);
   for (const json& c : judge_thresholds(config, report, ran)) checks.push_back(c);
+  if (!incomplete.empty())
+    checks.push_back(gate_check("run_complete", nullptr, nullptr, "incomplete", incomplete));
   if (!golden.is_null())
     for (const json& c : baseline_checks(golden, report, config.tolerance, config.baseline))
       checks.push_back(c);
@@ -78,6 +82,7 @@ json accept_report(const AcceptConfig& config, const std::vector<StageAttempt>& 
       {"stages", config.stages},
       {"retries", config.retries},
       {"attempts", history},
+      {"incomplete", incomplete.empty() ? json(nullptr) : json(incomplete)},
       {"baseline", config.baseline.empty() ? json(nullptr) : json(config.baseline)}};
   report["gate"] = {{"checks", checks},
                     {"thresholds", thresholds_json(config)},

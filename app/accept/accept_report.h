@@ -20,6 +20,9 @@ struct StageAttempt {
   // The stage's thresholds as this attempt met them (the last attempt's are judged again on
   // the whole report).
   nlohmann::json threshold_checks = nlohmann::json::array();
+  // A signal or the time budget cut it short (train/preemption.h): what it measured is kept, and
+  // it never counts as completed.
+  bool stopped = false;
 };
 
 // Merges a stage's sections into a report under construction; sweep and pairwise share `sweep`.
@@ -27,9 +30,11 @@ void add_sections(nlohmann::json& report, const nlohmann::json& sections);
 
 // The report from every attempt, in the order they ran (the last of each stage counts), the
 // sections of the whole job (`job`, `cost`) and the context of the richest stage. `golden` is
-// --baseline's report, or null.
+// --baseline's report, or null. `incomplete` is "" for a run that completed every selected stage,
+// else why not (accept_progress.h): a `run_complete` check then makes the verdict INCOMPLETE,
+// unless a check failed.
 nlohmann::json accept_report(const AcceptConfig& config, const std::vector<StageAttempt>& attempts,
                              const nlohmann::json& job_sections, nlohmann::json context,
-                             const nlohmann::json& golden);
+                             const nlohmann::json& golden, const std::string& incomplete = "");
 
 }  // namespace tp

@@ -297,6 +297,11 @@ po::options_description accept_options() {
        "(allreduce and the other sweep.ops), pairwise (every pair of nodes; needs 2 or more "
        "nodes), train (with data.dir and checkpoint.dir when set), restore (a cold restore of "
        "the last checkpoint, its digest checked); or all. A skipped stage's checks are n/a")
+      ("accept.time_budget_s", po::value<double>()->default_value(0.0),
+       "> 0: the whole run's time budget, counted from its start. Past it, the running stage "
+       "stops at its next stop point (a row of the sweep, a round of the pairwise pass, a "
+       "training step), no further stage starts, and the report says the budget ran out "
+       "(verdict INCOMPLETE, exit 1). 0: no budget")
       ("baseline", po::value<std::string>()->default_value("")->value_name("FILE"),
        "accept, train, sweep: a golden report of the same work; every metric of report compare "
        "becomes a gate check (baseline_*) that fails below --tolerance of the golden value");

@@ -20,17 +20,20 @@ json gate_check(const std::string& name, json value, json threshold, const std::
 std::string verdict_of_checks(const json& checks) {
   std::string verdict = "PASS";
   bool judged = false;  // some check measured something: all "n/a" is no verdict at all
+  bool incomplete = false;
   for (const auto& c : checks) {
     if (c["status"] == "fail") return "FAIL";
     if (c["status"] == "none") verdict = "NONE";
     if (c["status"] == "warn" && verdict == "PASS") verdict = "WARN";
+    incomplete = incomplete || c["status"] == "incomplete";
     judged = judged || c["status"] != "n/a";
   }
+  if (incomplete) return "INCOMPLETE";
   return judged || checks.empty() ? verdict : "NONE";
 }
 
 int exit_code_for(const std::string& verdict) {
-  return verdict == "FAIL" ? kExitFail : kExitPass;
+  return verdict == "FAIL" || verdict == "INCOMPLETE" ? kExitFail : kExitPass;
 }
 
 }  // namespace tp

@@ -11,15 +11,16 @@ inline constexpr const char* kReportSchema = "trainproof.report/2";
 // alone) in the context itself.
 inline constexpr const char* kOlderReportSchema = "trainproof.report/1";
 
-// One entry of gate.checks[]: status is pass, warn, fail, none, or n/a (a skipped stage's check,
-// app/judge/thresholds.h).
+// One entry of gate.checks[]: status is pass, warn, fail, none, n/a (a skipped stage's check,
+// app/judge/thresholds.h), or incomplete (a run or stage cut short: app/accept/accept_progress.h).
 nlohmann::json gate_check(const std::string& name, nlohmann::json value, nlohmann::json threshold,
                           const std::string& status, const std::string& reason);
-// FAIL when any check fails, else NONE when nothing ran (or every check is n/a), else WARN when
-// any warns, else PASS.
+// FAIL when any check fails, else INCOMPLETE when any is incomplete, else NONE when nothing ran
+// (or every check is n/a), else WARN when any warns, else PASS.
 std::string verdict_of_checks(const nlohmann::json& checks);
 
-// Exit code for a verdict string: PASS, WARN and NONE (nothing ran) are 0, FAIL is 1.
+// Exit code for a verdict string: PASS, WARN and NONE (nothing ran) are 0, FAIL and INCOMPLETE 1
+// (a run a signal stopped ends 4 instead: the caller knows it was preempted).
 int exit_code_for(const std::string& verdict);
 
 }  // namespace tp

@@ -109,8 +109,9 @@ nlohmann::json read_report_file(const std::string& path, const std::string& role
                      kOlderReportSchema);
   const auto verdict = report.find("verdict");
   if (verdict == report.end() || !verdict->is_string() ||
-      (*verdict != "PASS" && *verdict != "WARN" && *verdict != "FAIL" && *verdict != "NONE"))
-    throw UsageError(named + ": verdict is not one of PASS, WARN, FAIL, NONE");
+      (*verdict != "PASS" && *verdict != "WARN" && *verdict != "FAIL" && *verdict != "NONE" &&
+       *verdict != "INCOMPLETE"))
+    throw UsageError(named + ": verdict is not one of PASS, WARN, FAIL, NONE, INCOMPLETE");
   if (const std::string problem = shape_problem(report); !problem.empty())
     throw UsageError(named + ": " + problem);
   // The summary reads the most fields of any reader: a report it can render, they all can.

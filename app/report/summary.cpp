@@ -247,12 +247,23 @@ json visible(const json& value) {
   return out;
 }
 
+// A partial report (app/accept/accept_progress.h) says so before anything else.
+std::string partial_line(const json& accept) {
+  const json partial = accept.value("partial", json());
+  if (!partial.is_object()) return "";
+  return "PARTIAL REPORT, written as stage " + partial.value("running", std::string("?")) +
+         " started (" + partial.value("written_at", std::string("?")) +
+         "): the run had not finished, and ended without its final report if it is not beside "
+         "this one\n";
+}
+
 // An acceptance run's stages, each with its verdict and how many attempts it took.
 std::string stage_lines(const json& report) {
   if (!report.contains("accept") || !report["accept"].is_object()) return "";
   const json attempts = report["accept"].value("attempts", json::array());
-  if (!attempts.is_array() || attempts.empty()) return "";
-  std::string out = "accept stages:";
+  const std::string partial = partial_line(report["accept"]);
+  if (!attempts.is_array() || attempts.empty()) return partial;
+  std::string out = partial + "accept stages:";
   for (const json& a : attempts) {
     if (!a.is_object()) continue;
     const std::string stage = a.value("stage", "");

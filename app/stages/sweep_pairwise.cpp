@@ -11,6 +11,7 @@
 #include "fabric/tournament.h"
 #include "mpi/check.h"
 #include "mpi/gather.h"
+#include "train/preemption.h"
 
 namespace tp {
 namespace {
@@ -212,6 +213,7 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   // Rounds of large transfers over a slow link take minutes: say where the pass is.
   const auto progress = [&world](size_t done, size_t total) {
     if (world.rank == 0) spdlog::info("pairwise: round {}/{} measured", done, total);
+    stop_point(world.comm);
   };
   const auto first =
       gather_transfers(world, measure_rounds(collective, world.comm, rounds, plan, progress));
@@ -228,7 +230,9 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   if (world.rank == 0 && !second.empty())
     spdlog::info("pairwise: {} flagged node(s) measured again against the best node",
                  second.size());
-  const auto again = gather_transfers(world, measure_rounds(collective, world.comm, second, plan));
+  const auto again = gather_transfers(
+      world, measure_rounds(collective, world.comm, second, plan,
+                            [&world](size_t, size_t) { stop_point(world.comm); }));
   if (world.rank == 0) record_second_pass(record.rails, again);
   record.counter_reasons = grown_counters(world, counters_before, sysfs_root);
   return record;

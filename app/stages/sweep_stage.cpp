@@ -21,6 +21,7 @@
 #include "common/sysinfo.h"
 #include "fabric/sweep_data.h"
 #include "mpi/check.h"
+#include "train/preemption.h"
 #include "mpi/gather.h"
 
 namespace tp {
@@ -133,7 +134,13 @@ std::vector<SweepGroupRecord> run_collectives(const SweepConfig& cfg, const Worl
       corrupt == group.world_ranks.end() ? -1 : int(corrupt - group.world_ranks.begin());
   LivePrinter live(world, group, cfg.split == "none");
   const SweepGroup sweep_group{collective, group.comm, group.world_ranks};
-  const std::vector<SweepRow> rows = run_sweep(sweep_group, plan, std::ref(live));
+  // A stop point after every row when one group spans the world: groups side by side would stop
+  // at different rows, so a split sweep stops only at the end of its stage.
+  const auto on_row = [&](const SweepRow& row) {
+    live(row);
+    if (!group.split) stop_point(world.comm);
+  };
+  const std::vector<SweepRow> rows = run_sweep(sweep_group, plan, on_row);
   auto groups = gather_groups(world, group, collective, rows);
   if (group.split) MPI_Comm_free(&group.comm);
   return groups;

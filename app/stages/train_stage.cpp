@@ -50,6 +50,7 @@ struct RunOutcome {
   const CheckpointDriver* checkpoints = nullptr;
   TopologyPreflight topology;
   std::vector<std::string> heartbeat_warnings;  // rank 0
+  int stopped_by = 0;  // without checkpoints: the agreed stop (train/preemption.h), or 0
 };
 
 // NCCL opens connections lazily, for each algorithm and protocol it first picks, and its choice
@@ -122,6 +123,7 @@ RunRecord record_of(const TrainConfig& cfg, const RunOutcome& run, RunFacts&& fa
   record.steps_run = run.result.steps_run;
   record.first_step_end_unix = run.first_step_end_unix;
   record.restored = run.restored;
+  if (run.stopped_by != 0) record.preempted = {signal_name(run.stopped_by), run.result.last_step};
   if (run.checkpoints) {
     if (const auto& p = run.checkpoints->preempted())
       record.preempted = {signal_name(p->signal), p->step};
@@ -253,7 +255,11 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   const StopHook stop = [&](int64_t step) {
     progress.step_ended();
     if (step == last_warmup_step) job.mark(kWarmupSteps);
-    return checkpoints && checkpoints->stop_requested(step, *backends.compute);
+    if (checkpoints) return checkpoints->stop_requested(step, *backends.compute);
+    // Without checkpoints only accept arms a stop (its signals and time budget): a plain train
+    // run spends no collective on it.
+    if (stop_points_armed()) run.stopped_by = agreed_stop(world.comm);
+    return run.stopped_by != 0;
   };
   // The hook allocates the checkpoint's host copy: set-up, before the first step's clock starts.
   const CheckpointHook hook =
@@ -271,7 +277,7 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   stage.sums = phase_sums(run.result.measured);
   stage.digest = run.result.digest;
   stage.last_step = run.result.last_step;
-  stage.preempted = checkpoints && checkpoints->preempted().has_value();
+  stage.preempted = run.stopped_by != 0 || (checkpoints && checkpoints->preempted().has_value());
   if (world.rank == 0)
     stage.report = build_run_report(inv, cfg, world, backends, run, std::move(facts));
   cleanup.at_end();

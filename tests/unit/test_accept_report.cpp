@@ -90,6 +90,7 @@ TEST(AcceptReport, TheLastAttemptCountsAndEveryAttemptIsKept) {
   ASSERT_EQ(history.size(), 3u);
   EXPECT_EQ(history[0], (json{{"stage", "preflight"},
                               {"attempt", 1},
+                              {"stopped", false},
                               {"verdict", "PASS"},
                               {"checks", json::array({passing("folder_probe")})}}));
   EXPECT_EQ(history[1]["stage"], "train");
