@@ -68,7 +68,7 @@ mkdir -p "$out"
 run_id=acceptance-$(date -u +%Y%m%dT%H%M%SZ)-$$
 # Reports of an earlier run are moved aside, named by the time they were written, never merged.
 earlier=()
-for name in accept.json drill.json acceptance.json; do
+for name in accept.json accept.partial.json drill.json acceptance.json; do
   if [ -e "$out/$name" ]; then earlier+=("$name"); fi
 done
 if [ "${#earlier[@]}" -gt 0 ]; then
@@ -85,9 +85,17 @@ rm -rf "$out/accept-ckpt" "$out/drill-ckpt"
 this_run_wrote() { [ -f "$1" ] && grep -qF "\"run_id\": \"$run_id\"" "$1"; }
 # judged STEP CODE FILE: exit 0/1 with this run's report is a verdict; without one, the launch
 # itself failed (srun: Unable to create step, a node that is down), which is no verdict at all.
+# Exit 2 or more stops the script; what the step wrote stays (a report with verdict INCOMPLETE
+# after a signal, exit 4; or, when a rank died, the partial report written as its stage started).
 judged() {
   if [ "$2" -ge 2 ]; then
     echo "$1 stopped with exit $2; nothing after it runs"
+    local partial=${3%.json}.partial.json
+    if this_run_wrote "$3"; then
+      echo "its report, kept: $(realpath "$3")"
+    elif this_run_wrote "$partial"; then
+      echo "its partial report, kept (how far it got): $(realpath "$partial")"
+    fi
     exit "$2"
   fi
   if ! this_run_wrote "$3"; then

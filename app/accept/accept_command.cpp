@@ -12,11 +12,12 @@
 
 #include "app/accept/accept_config.h"
 #include "app/accept/accept_inputs.h"
-#include "app/accept/accept_progress.h"
 #include "app/accept/accept_preflight.h"
+#include "app/accept/accept_progress.h"
 #include "app/accept/accept_report.h"
 #include "app/accept/accept_restore.h"
 #include "app/cli/mpi_command.h"
+#include "app/cli/option_values.h"
 #include "app/job/job_report.h"
 #include "app/judge/baseline.h"
 #include "app/report/gate.h"
@@ -143,9 +144,9 @@ StageAttempt attempt_stage(const std::string& stage, const AcceptInputs& in, con
   a.stopped = run.stop.in_stage && run.stop.stage == stage;
   if (a.stopped && world.rank == 0) {
     spdlog::warn("accept: stage {} stopped: {}", stage, signal_name(run.stop.stop));
-    a.checks.push_back(gate_check("stage_complete", nullptr, nullptr, "incomplete",
-                                  std::string("stopped by ") + signal_name(run.stop.stop) +
-                                      " before it finished"));
+    a.checks.push_back(gate_check(
+        "stage_complete", nullptr, nullptr, "incomplete",
+        std::string("stopped by ") + signal_name(run.stop.stop) + " before it finished"));
   }
   return a;
 }
@@ -172,10 +173,14 @@ void run_stage(const std::string& stage, const AcceptInputs& in, const World& wo
   }
 }
 
-// The context so far, for a partial report: the richest stage's, with the preflight's nodes.
-json context_of(const AcceptRun& run) {
+// The context so far: the richest stage's, with the preflight's nodes, and --run_id even before
+// any stage gave a context (a partial report names its run: scripts/acceptance.sh keeps it).
+json context_of(const AcceptRun& run, const AcceptInputs& in) {
   json context = run.context.is_null() ? json::object() : run.context;
   if (!run.preflight_nodes.is_null()) context["nodes"] = run.preflight_nodes;
+  if (const std::string id = run_id_option(in.inv.options);
+      !id.empty() && !context.contains("run_id"))
+    context["run_id"] = id;
   return context;
 }
 
@@ -198,18 +203,18 @@ void run_stages(const AcceptInputs& in, const std::string& report_path, const Wo
       break;
     }
     if (world.rank == 0)
-      write_partial_report(report_path,
-                           accept_report(in.accept, run.attempts, json::object(), context_of(run),
-                                         nullptr,
-                                         "partial report, written as stage " + stage +
-                                             " started: the run has not finished"),
-                           stage);
+      write_partial_report(
+          report_path,
+          accept_report(
+              in.accept, run.attempts, json::object(), context_of(run, in), nullptr,
+              "partial report, written as stage " + stage + " started: the run has not finished"),
+          stage);
     run_stage(stage, in, world, run);
     if (run.stop.stop != 0) return;
   }
   // A signal during the last stage, which finished: the run was still asked to stop.
-  if (const int stop = agreed_stop(world.comm); run.stop.stop == 0 && stop != 0 &&
-                                                 stop != kStopBudget)
+  if (const int stop = agreed_stop(world.comm);
+      run.stop.stop == 0 && stop != 0 && stop != kStopBudget)
     run.stop = {stop, in.accept.stages.back(), false};
 }
 
@@ -231,10 +236,9 @@ int accept_on_world(AcceptInputs in, const World& world) {
   if (world.rank == 0) {
     add_sections(run.partial, job_sections);
     job_sections["cost"] = cost_json(in.rates, cost_inputs_from(run.partial));
-    report = accept_report(in.accept, run.attempts, job_sections, context_of(run),
-                           in.baseline.golden,
-                           incomplete_reason(in.accept, run.attempts, run.stop,
-                                             in.accept.time_budget_s));
+    report = accept_report(
+        in.accept, run.attempts, job_sections, context_of(run, in), in.baseline.golden,
+        incomplete_reason(in.accept, run.attempts, run.stop, in.accept.time_budget_s));
   }
   const bool signalled = run.stop.stop != 0 && run.stop.stop != kStopBudget;
   const int code = publish_report(in.inv, report, world, signalled);

@@ -97,8 +97,24 @@ void note_difference(json& differences, const std::string& what, const json* gol
   differences.push_back(what + " differ: golden " + text_of(*golden) + ", new " + text_of(*fresh));
 }
 
+// A stage one report holds and the other does not (it was not selected, or a stop cut the run
+// short): its metrics are n/a, and the note says why.
+void note_missing_stages(json& differences, const json& golden, const json& fresh) {
+  for (const char* section : {"sweep", "train", "checkpoint", "data", "restore"}) {
+    const bool in_golden = golden.contains(section), in_new = fresh.contains(section);
+    if (in_golden == in_new) continue;
+    differences.push_back(std::string("only the ") + (in_golden ? "golden" : "new") +
+                          " report has a " + section + " section: its metrics are n/a");
+  }
+  for (const auto& [which, report] : {std::pair{"golden", &golden}, std::pair{"new", &fresh}})
+    if (const json* why = find(*report, "/accept/incomplete"); why && why->is_string())
+      differences.push_back(std::string("the ") + which + " run is INCOMPLETE (" +
+                            why->get<std::string>() + "): only what both hold is compared");
+}
+
 json differences_of(const json& golden, const json& fresh) {
   json differences = json::array();
+  note_missing_stages(differences, golden, fresh);
   const json* gh = find(golden, "/context/scenario_hash");
   const json* nh = find(fresh, "/context/scenario_hash");
   if (gh && nh && *gh != *nh)

@@ -230,9 +230,9 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   if (world.rank == 0 && !second.empty())
     spdlog::info("pairwise: {} flagged node(s) measured again against the best node",
                  second.size());
-  const auto again = gather_transfers(
-      world, measure_rounds(collective, world.comm, second, plan,
-                            [&world](size_t, size_t) { stop_point(world.comm); }));
+  const auto again =
+      gather_transfers(world, measure_rounds(collective, world.comm, second, plan,
+                                             [&world](size_t, size_t) { stop_point(world.comm); }));
   if (world.rank == 0) record_second_pass(record.rails, again);
   record.counter_reasons = grown_counters(world, counters_before, sysfs_root);
   return record;

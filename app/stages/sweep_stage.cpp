@@ -21,8 +21,8 @@
 #include "common/sysinfo.h"
 #include "fabric/sweep_data.h"
 #include "mpi/check.h"
-#include "train/preemption.h"
 #include "mpi/gather.h"
+#include "train/preemption.h"
 
 namespace tp {
 namespace {

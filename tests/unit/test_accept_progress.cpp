@@ -82,8 +82,8 @@ TEST(AcceptProgress, AnIncompleteRunIsNeverPassAndAFailureStillWins) {
   const tp::AcceptConfig config = tp::test::gated({});
   const std::vector<StageAttempt> attempts = {completed("preflight"), stopped("sweep")};
   const std::string why = "SIGTERM received during stage sweep";
-  const json report = tp::accept_report(config, attempts, json::object(), json::object(),
-                                        nullptr, why);
+  const json report =
+      tp::accept_report(config, attempts, json::object(), json::object(), nullptr, why);
   EXPECT_EQ(report["verdict"], "INCOMPLETE");
   EXPECT_EQ(report["accept"]["incomplete"], why);
   EXPECT_EQ(report["accept"]["attempts"][1]["stopped"], true);
@@ -91,12 +91,12 @@ TEST(AcceptProgress, AnIncompleteRunIsNeverPassAndAFailureStillWins) {
 
   std::vector<StageAttempt> failing = attempts;
   failing[0].checks.push_back(tp::gate_check("folder_probe", 1, 0, "fail", "a rank failed"));
-  EXPECT_EQ(tp::accept_report(config, failing, json::object(), json::object(), nullptr, why)
-                ["verdict"],
-            "FAIL");
-  EXPECT_EQ(tp::verdict_of_checks(json::array(
-                {tp::gate_check("a", 1, 1, "warn", "w"),
-                 tp::gate_check("run_complete", nullptr, nullptr, "incomplete", why)})),
+  EXPECT_EQ(
+      tp::accept_report(config, failing, json::object(), json::object(), nullptr, why)["verdict"],
+      "FAIL");
+  EXPECT_EQ(tp::verdict_of_checks(
+                json::array({tp::gate_check("a", 1, 1, "warn", "w"),
+                             tp::gate_check("run_complete", nullptr, nullptr, "incomplete", why)})),
             "INCOMPLETE");
 }
 
@@ -104,10 +104,10 @@ TEST(AcceptProgress, ThePartialReportNamesTheRunningStage) {
   const std::string path =
       (std::filesystem::path(::testing::TempDir()) / "progress-run.json").string();
   const tp::AcceptConfig config = tp::test::gated({});
-  tp::write_partial_report(
-      path, tp::accept_report(config, {completed("preflight")}, json::object(), json::object(),
-                              nullptr, "partial report"),
-      "sweep");
+  tp::write_partial_report(path,
+                           tp::accept_report(config, {completed("preflight")}, json::object(),
+                                             json::object(), nullptr, "partial report"),
+                           "sweep");
   std::ifstream in(tp::partial_report_path(path));
   const json partial = json::parse(in);
   EXPECT_EQ(partial["accept"]["partial"]["running"], "sweep");

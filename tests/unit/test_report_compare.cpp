@@ -77,6 +77,21 @@ TEST(ReportCompare, SaysWhenTheRunsDidDifferentWork) {
   EXPECT_EQ(c["differences"][2], "comm backends differ: golden mpi, new nccl");
 }
 
+TEST(ReportCompare, AnIncompleteRunIsComparedOnWhatBothHoldAndSaysWhatIsMissing) {
+  json stopped = report(100, 0.020, 1.0, "h");
+  stopped.erase("checkpoint");
+  stopped["accept"] = {{"incomplete", "SIGTERM received during stage train"}};
+  const json c = tp::compare_reports(report(100, 0.020, 1.0, "h"), stopped, 0.9);
+  ASSERT_EQ(c["differences"].size(), 2u) << c["differences"];
+  EXPECT_EQ(c["differences"][0],
+            "only the golden report has a checkpoint section: its metrics are n/a");
+  EXPECT_EQ(c["differences"][1],
+            "the new run is INCOMPLETE (SIGTERM received during stage train): only what both "
+            "hold is compared");
+  EXPECT_EQ(metric(c, "checkpoint write")["status"], "n/a");
+  EXPECT_EQ(metric(c, "samples/s")["status"], "pass");
+}
+
 TEST(ReportCompare, NothingInCommonIsNoVerdict) {
   EXPECT_EQ(tp::compare_reports(json::object(), json::object(), 0.9)["verdict"], "NONE");
 }

@@ -194,6 +194,16 @@ TEST(ReportMerge, TheVerdictIsRecomputedFromTheChecks) {
   EXPECT_EQ(merge(accept, drill_report("PASS", 30.0, 3))["verdict"], "PASS");
 }
 
+TEST(ReportMerge, AnIncompleteAcceptRunStaysIncompleteWhateverTheDrillSays) {
+  json accept = accept_report();
+  accept["gate"]["checks"].push_back({{"name", "run_complete"},
+                                      {"status", "incomplete"},
+                                      {"reason", "SIGTERM received during stage train"}});
+  accept["verdict"] = "INCOMPLETE";
+  EXPECT_EQ(merge(accept, drill_report("PASS", 30.0, 3))["verdict"], "INCOMPLETE");
+  EXPECT_EQ(merge(accept, drill_report("FAIL", 30.0, 3))["verdict"], "FAIL");
+}
+
 TEST(ReportMerge, ExactlyOneAcceptReportAndAtMostOneDrill) {
   const auto message = [](const std::vector<tp::StageReport>& inputs) {
     try {
