@@ -141,42 +141,42 @@ void Heartbeat::report_progress_to(std::shared_ptr<CommDeadline> deadline) {
   if (deadline_) deadline_->mark_progress(last_beat_s_.load());
 }
 
-std::vector<int> Heartbeat::unreadable_ranks(const std::string& dir, int world_size,
-                                             double retry_s) {
+bool Heartbeat::readable_within(const std::string& dir, int rank, double retry_s) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_s);
   for (;;) {
-    std::vector<int> missing;
-    for (const HeartbeatRecord& h : read_all(dir, world_size))
-      if (!h.present) missing.push_back(h.rank);
-    if (missing.empty() || std::chrono::steady_clock::now() >= until) return missing;
+    if (read_one(dir, rank).present) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
 
 std::vector<HeartbeatRecord> Heartbeat::read_all(const std::string& dir, int world_size) {
-  std::vector<HeartbeatRecord> records(world_size);
-  for (int r = 0; r < world_size; ++r) {
-    records[r].rank = r;
-    std::ifstream file(heartbeat_path(dir, r));
-    const std::string text((std::istreambuf_iterator<char>(file)),
-                           std::istreambuf_iterator<char>());
-    HeartbeatRecord& h = records[r];
-    std::istringstream record(text.substr(0, kRecordBytes));
-    long long step = 0;
-    if (record >> step >> h.phase >> h.host >> h.unix_time) {
-      h.step = step;
-      h.present = true;
-    }
-    if (text.size() < kRecordBytes + kLivenessBytes) continue;
-    std::istringstream liveness(text.substr(kRecordBytes, kLivenessBytes));
-    std::string word, ended;
-    long long count = -1;
-    if (liveness >> word >> count && word == "alive" && count >= 0) {
-      h.liveness = count;
-      h.watch_ended = liveness >> ended && ended == "ended";
-    }
-  }
+  std::vector<HeartbeatRecord> records;
+  records.reserve(size_t(world_size));
+  for (int r = 0; r < world_size; ++r) records.push_back(read_one(dir, r));
   return records;
+}
+
+HeartbeatRecord Heartbeat::read_one(const std::string& dir, int rank) {
+  HeartbeatRecord h;
+  h.rank = rank;
+  std::ifstream file(heartbeat_path(dir, rank));
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::istringstream record(text.substr(0, kRecordBytes));
+  long long step = 0;
+  if (record >> step >> h.phase >> h.host >> h.unix_time) {
+    h.step = step;
+    h.present = true;
+  }
+  if (text.size() < kRecordBytes + kLivenessBytes) return h;
+  std::istringstream liveness(text.substr(kRecordBytes, kLivenessBytes));
+  std::string word, ended;
+  long long count = -1;
+  if (liveness >> word >> count && word == "alive" && count >= 0) {
+    h.liveness = count;
+    h.watch_ended = liveness >> ended && ended == "ended";
+  }
+  return h;
 }
 
 }  // namespace tp

@@ -56,9 +56,10 @@ class Heartbeat {
   void end_watch();
 
   static std::vector<HeartbeatRecord> read_all(const std::string& dir, int world_size);
-  // The ranks whose heartbeat this process cannot read in `dir`, after retrying for up to
-  // `retry_s` (NFS caches a folder's attributes for seconds): a folder some node does not share.
-  static std::vector<int> unreadable_ranks(const std::string& dir, int world_size, double retry_s);
+  static HeartbeatRecord read_one(const std::string& dir, int rank);
+  // Whether this process can read `rank`'s heartbeat in `dir`, retrying for up to `retry_s` (NFS
+  // caches a folder's attributes for seconds): a folder some node does not share.
+  static bool readable_within(const std::string& dir, int rank, double retry_s);
 
  private:
   std::string pid_path() const;

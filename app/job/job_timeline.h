@@ -14,7 +14,16 @@ namespace tp {
 // The segment names of a training run, in the order its timeline runs. Any other name may be
 // marked too (an acceptance run's sweep, pairwise or cold restore stage is a category of its own).
 inline constexpr const char* kLaunch = "launch";  // process start to the return of MPI_Init
-inline constexpr const char* kSetup = "setup";    // backends, communicators, probes, preflight
+inline constexpr const char* kSetup = "setup";    // outputs, faults, the watchdog, the loader
+// Set-up's parts that can grow with the job, each a category of its own.
+inline constexpr const char* kSetupBackends = "setup_backends";  // GPU choice, communicators
+inline constexpr const char* kSetupHeartbeatCheck = "setup_heartbeat_check";
+inline constexpr const char* kSetupTopology = "setup_topology";  // the topology preflight
+inline constexpr const char* kSetupModel = "setup_model";        // parameters and memory checks
+inline constexpr const char* kSetupClockAlignment = "setup_clock_alignment";
+inline constexpr const char* kSetupCheckpointFolder = "setup_checkpoint_folder";  // its preflight
+inline constexpr const char* kSetupCollectiveCheck = "setup_collective_check";
+inline constexpr const char* kSetupGemmRate = "setup_gemm_rate";
 inline constexpr const char* kRestore = "restore";
 inline constexpr const char* kDatasetOpen = "dataset_open";
 inline constexpr const char* kWarmupSteps = "warmup_steps";  // a loss of its own, never productive

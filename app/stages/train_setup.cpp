@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <unordered_set>
+#include <utility>
 
 #include "common/errors.h"
 #include "common/files.h"
@@ -183,22 +185,30 @@ std::vector<std::string> heartbeat_visibility_warnings(
   return warnings;
 }
 
+std::vector<std::pair<int, int>> heartbeat_ring(const std::vector<std::string>& host_of_rank) {
+  std::vector<int> first_rank;  // of each host, in order of first rank
+  std::unordered_set<std::string> seen;
+  for (size_t r = 0; r < host_of_rank.size(); ++r)
+    if (seen.insert(host_of_rank[r]).second) first_rank.push_back(int(r));
+  std::vector<std::pair<int, int>> ring;
+  if (first_rank.size() < 2) return ring;
+  for (size_t k = 0; k < first_rank.size(); ++k)
+    ring.emplace_back(first_rank[k], first_rank[(k + 1) % first_rank.size()]);
+  return ring;
+}
+
 std::vector<std::string> check_heartbeats_visible(const World& world, const Heartbeat& heartbeat,
                                                   double retry_s) {
   mpiCheck(MPI_Barrier(world.comm));  // every rank has written its first beat
-  const std::vector<int> missing =
-      Heartbeat::unreadable_ranks(heartbeat.dir(), world.size, retry_s);
-  const std::vector<std::string> all =
-      gather_strings_at_root(world, world.host + '\n' + format_cpulist(missing));
+  std::vector<int> missing;
+  for (const auto& [reader, target] : heartbeat_ring(world.host_of_rank))
+    if (reader == world.rank && !Heartbeat::readable_within(heartbeat.dir(), target, retry_s))
+      missing.push_back(target);
+  const std::vector<std::string> all = gather_strings_at_root(world, format_cpulist(missing));
   if (world.rank != 0) return {};
-  std::vector<std::string> hosts;
   std::vector<std::vector<int>> unreadable;
-  for (const std::string& entry : all) {
-    const size_t newline = entry.find('\n');
-    hosts.push_back(entry.substr(0, newline));
-    unreadable.push_back(parse_cpulist(entry.substr(newline + 1)));
-  }
-  return heartbeat_visibility_warnings(heartbeat.dir(), hosts, unreadable);
+  for (const std::string& entry : all) unreadable.push_back(parse_cpulist(entry));
+  return heartbeat_visibility_warnings(heartbeat.dir(), world.host_of_rank, unreadable);
 }
 
 }  // namespace tp

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/batch_source.h"
@@ -22,12 +23,16 @@ namespace tp {
 std::unique_ptr<Heartbeat> prepare_outputs(const TrainConfig& config,
                                            const std::string& report_path, const World& world);
 
-// After set-up, every rank reads every rank's heartbeat (after a barrier, retrying for up to
-// `retry_s`). A heartbeat folder some node does not share would make a stalled job's abort.json
-// name live ranks as missing; each host that cannot read others' heartbeats gets a warning.
-// Collective; the warnings are complete on rank 0.
+// After set-up, the first rank of each node reads the heartbeat of the next node's first rank, in
+// a ring over the nodes (after a barrier, retrying for up to `retry_s`): one read per node across
+// the job, and nodes that see different folders meet at some link of the ring. A heartbeat
+// folder some node does not share would make a stalled job's abort.json name live ranks as
+// missing; each host that cannot read its neighbour's heartbeat gets a warning. Collective; the
+// warnings are complete on rank 0.
 std::vector<std::string> check_heartbeats_visible(const World& world, const Heartbeat& heartbeat,
                                                   double retry_s = 5.0);
+// Pure: the ring's (reader, target) ranks, one pair per node; none on one node.
+std::vector<std::pair<int, int>> heartbeat_ring(const std::vector<std::string>& host_of_rank);
 // The warnings from each rank's host and the ranks it could not read ([rank]).
 std::vector<std::string> heartbeat_visibility_warnings(
     const std::string& dir, const std::vector<std::string>& host_of_rank,

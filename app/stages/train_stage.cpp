@@ -221,26 +221,34 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   check_batch_covers_world(cfg, world);
   // Each long set-up step starts the watchdog's count, and the collective's, afresh.
   heartbeat->beat(0, "start");
+  job.mark(kSetup);
   Backends backends = select_backends(cfg, world, heartbeat.get(), watchdog.comm_deadline());
+  job.mark(kSetupBackends);
   run.heartbeat_warnings = check_heartbeats_visible(world, *heartbeat);
+  job.mark(kSetupHeartbeatCheck);
   run.topology = run_topology_preflight(cfg, world, backends);
+  job.mark(kSetupTopology);
   const BatchShare share = batch_share(cfg.model.global_batch, world.size, world.rank);
   initialize_model(cfg, world, backends, share);
+  job.mark(kSetupModel);
   AlignedClock clock(cfg.test.clock_offset_rank == world.rank ? cfg.test.clock_offset_s : 0.0);
   if (!cfg.test.skip_clock_alignment) clock.align(world.comm);
+  job.mark(kSetupClockAlignment);
   FaultInjector faults(cfg.faults, world.rank, world.host, heartbeat->dir());
   std::unique_ptr<CheckpointDriver> checkpoints;
   if (!cfg.checkpoint_dir.empty()) {
     checkpoints = std::make_unique<CheckpointDriver>(cfg, world, clock, faults,
                                                      loader_position(cfg, run.dataset));
-    job.mark(kSetup);
+    job.mark(kSetupCheckpointFolder);
     run.restored = checkpoints->restore(*backends.compute);
     run.checkpoints = checkpoints.get();
     job.mark(kRestore);
   }
   heartbeat->beat(0, "start");
   run.collective = check_collective(cfg, world, backends);
+  job.mark(kSetupCollectiveCheck);
   const double gemm_rate = backends.compute->measure_gemm_rate(0.2);
+  job.mark(kSetupGemmRate);
   announce(cfg, world, backends, checkpoints ? checkpoints->first_step() : 1);
 
   job.mark(kSetup);

@@ -149,9 +149,12 @@ class VirtualCluster(ClusterCase):
             shutil.copy2(os.path.join(source, part), os.path.join(repo, part))
         out = os.path.join(WORK, "acceptance")
         template = os.path.join(repo, "slurm", "acceptance.sbatch")
-        submit = run(["sbatch", "--parsable", "-N2", "--ntasks-per-node=1", "--cpus-per-task=1",
-                      "--time=10", f"--export=ALL,TRAINPROOF={self.bin},TRAINPROOF_HOME={repo},"
-                      f"OUT={out},SCENARIO=scenarios/accept-smoke.ini,GATE_FILE=", template,
+        # The cluster has no GPUs: the template's variables make it a CPU run, nothing else.
+        submit = run(["env", "SBATCH_GPUS_PER_NODE=0", "sbatch", "--parsable", "-N2",
+                      "--ntasks-per-node=1", "--cpus-per-task=1", "--time=10",
+                      f"--export=ALL,TRAINPROOF={self.bin},TRAINPROOF_HOME={repo},"
+                      f"OUT={out},SCENARIO=scenarios/accept-smoke.ini,GATE_FILE=,"
+                      "COMPUTE_BACKEND=cpu,COMM_BACKEND=mpi", template,
                       # A short sweep: every row costs milliseconds of veth latency here.
                       "--sweep.ops=allreduce", "--sweep.max_bytes=65536", "--sweep.iters=3",
                       "--sweep.warmup=1", "--sweep.pair_bytes=1048576", "--sweep.pair_iters=2"])
@@ -173,6 +176,21 @@ class VirtualCluster(ClusterCase):
         self.assertEqual(checks["restore_digest"], "pass")
         self.assertEqual(checks["drill"], "pass")
         self.assertEqual(checks["pairwise_flags"], "n/a")
+        self.assertEqual(merged["context"]["backends"]["compute"], "cpu")
+
+        # Without the CPU variables the template asks for the GPU backends, which a job without
+        # GPUs cannot give: it says so and stops before anything runs.
+        gpu_default = run(["env", "SBATCH_GPUS_PER_NODE=0", "sbatch", "--parsable", "-N1",
+                           "--ntasks-per-node=1", "--time=2",
+                           f"--export=ALL,TRAINPROOF={self.bin},TRAINPROOF_HOME={repo},"
+                           f"OUT={out}-gpu", template])
+        self.assertEqual(gpu_default.returncode, 0, gpu_default)
+        job = gpu_default.stdout.strip().split(";")[0]
+        self.addCleanup(run, ["scancel", job])
+        self.assertTrue(wait_for(lambda: squeue(job) == "", 60))
+        with open(os.path.join(WORK, f"trainproof-accept-{job}.out")) as f:
+            self.assertIn("COMPUTE_BACKEND=cuda, but this job has no GPUs", f.read())
+        self.assertFalse(os.path.exists(f"{out}-gpu"))
 
     def test_drill_kills_a_rank_on_the_second_node_and_recovers(self):
         report = os.path.join(WORK, "drill.json")

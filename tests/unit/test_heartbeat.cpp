@@ -17,11 +17,26 @@ std::string fresh_dir(const char* name) {
   return dir;
 }
 
-TEST(Heartbeat, UnreadableRanksAreThoseWithoutAFileAfterTheRetry) {
+TEST(Heartbeat, AHeartbeatIsReadableOnceItsFileHoldsABeat) {
   const std::string dir = fresh_dir("hb-unreadable");
   tp::Heartbeat r0(dir, 0, "node-a"), r1(dir, 1, "node-a");
-  EXPECT_TRUE(tp::Heartbeat::unreadable_ranks(dir, 2, 0.0).empty());
-  EXPECT_EQ(tp::Heartbeat::unreadable_ranks(dir, 4, 0.3), (std::vector<int>{2, 3}));
+  EXPECT_TRUE(tp::Heartbeat::readable_within(dir, 1, 0.0));
+  EXPECT_FALSE(tp::Heartbeat::readable_within(dir, 2, 0.3));
+}
+
+// The visibility check reads one heartbeat per node, in a ring: linear in the nodes, never the
+// square of the ranks (4,096 ranks on 512 nodes read 512 files, not 16.7 million).
+TEST(Heartbeat, TheVisibilityRingReadsOneHeartbeatPerNode) {
+  std::vector<std::string> hosts;
+  for (int r = 0; r < 4096; ++r) hosts.push_back("node-" + std::to_string(r / 8));
+  const auto ring = tp::heartbeat_ring(hosts);
+  ASSERT_EQ(ring.size(), 512u);
+  EXPECT_EQ(ring.front(), (std::pair<int, int>{0, 8}));
+  EXPECT_EQ(ring.back(), (std::pair<int, int>{4088, 0}));
+  EXPECT_TRUE(tp::heartbeat_ring({"a", "a", "a"}).empty()) << "one node shares its own folder";
+  // Interleaved placement: each host's first rank reads the next host's first rank.
+  EXPECT_EQ(tp::heartbeat_ring({"a", "b", "a", "b"}),
+            (std::vector<std::pair<int, int>>{{0, 1}, {1, 0}}));
 }
 
 // Node b mounts another folder under the same path: it sees only its own ranks' heartbeats, and
