@@ -253,14 +253,17 @@ CheckpointFolderFacts CheckpointStore::preflight(const PreflightPlan& plan) {
   facts.path = options_.dir;
   // Rank 0 creates the folder and takes its lock before any rank touches what is in it; only
   // the lock's holder removes leftovers, which are then no other job's.
+  // The leftovers go before the agreement releases the other ranks: removed after it, rank 0
+  // would race them and delete the probe files they were writing (and call those an earlier
+  // run's).
   std::string problem;
   if (world_.rank == 0) {
     std::error_code ec;
     fs::create_directories(options_.dir, ec);
     problem = take_lock(facts);
+    if (problem.empty() && lock_.held()) remove_leftovers();
   }
   agree_or_throw<UsageError>(world_, problem);
-  if (world_.rank == 0 && lock_.held()) remove_leftovers();
   probe_from_every_rank();
   agree_or_throw<UsageError>(world_, world_.rank == 0 ? check_scenarios(plan, facts) : "");
   agree_or_throw<UsageError>(world_, world_.rank == 0 ? check_capacity(plan) : "");

@@ -78,6 +78,20 @@ class SetUpGrowsWithTheRanks(unittest.TestCase):
         self.assertLessEqual(large_opens, 4 * 32 + 2 * NODES + 16, (small_opens, large_opens))
         self.assertLessEqual(large_opens, 4.5 * small_opens, (small_opens, large_opens))
 
+    def test_a_fresh_checkpoint_folder_has_nothing_of_an_earlier_run_to_remove(self):
+        # Rank 0 removes what earlier runs left in the folder before any other rank writes its
+        # probe file there; removed later, it raced the ranks writing theirs and deleted them as
+        # an earlier run's (16 ranks did it every time).
+        with tempfile.TemporaryDirectory(prefix="trainproof-setup-scale-") as tmp:
+            cmd = [MPIEXEC, "-np", "16", "--oversubscribe", BIN, "train", "--scenario", TINY,
+                   "--report", os.path.join(tmp, "run.json"), "--log.level=info",
+                   f"--checkpoint.dir={os.path.join(tmp, 'ckpt')}", "--checkpoint.every=4",
+                   "--train.steps=4", "--train.warmup_steps=1", "--model.batch=16",
+                   f"--test.split_hosts={NODES}"]
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            self.assertNotIn("left behind", run.stdout + run.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
