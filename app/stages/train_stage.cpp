@@ -90,6 +90,28 @@ CollectiveCheck check_collective(const TrainConfig& cfg, const World& world, Bac
   return check;
 }
 
+// Set-up's parts that grow with the job, each marked in the timeline by its name.
+Backends start_backends(const TrainConfig& cfg, const World& world, Heartbeat& heartbeat,
+                        Watchdog& watchdog, RunOutcome& run, JobClock& job) {
+  Backends backends = select_backends(cfg, world, &heartbeat, watchdog.comm_deadline());
+  job.mark(kSetupBackends);
+  run.heartbeat_warnings = check_heartbeats_visible(world, heartbeat);
+  job.mark(kSetupHeartbeatCheck);
+  run.topology = run_topology_preflight(cfg, world, backends);
+  job.mark(kSetupTopology);
+  return backends;
+}
+
+// The collective self-check, then the GEMM rate alone; returns the rate.
+double check_before_steps(const TrainConfig& cfg, const World& world, Backends& backends,
+                          RunOutcome& run, JobClock& job) {
+  run.collective = check_collective(cfg, world, backends);
+  job.mark(kSetupCollectiveCheck);
+  const double gemm_rate = backends.compute->measure_gemm_rate(0.2);
+  job.mark(kSetupGemmRate);
+  return gemm_rate;
+}
+
 void announce(const TrainConfig& cfg, const World& world, const Backends& backends,
               int64_t first_step) {
   // A requeued job that finds its work done says so and ends with verdict NONE (docs/report.md).
@@ -222,12 +244,7 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   // Each long set-up step starts the watchdog's count, and the collective's, afresh.
   heartbeat->beat(0, "start");
   job.mark(kSetup);
-  Backends backends = select_backends(cfg, world, heartbeat.get(), watchdog.comm_deadline());
-  job.mark(kSetupBackends);
-  run.heartbeat_warnings = check_heartbeats_visible(world, *heartbeat);
-  job.mark(kSetupHeartbeatCheck);
-  run.topology = run_topology_preflight(cfg, world, backends);
-  job.mark(kSetupTopology);
+  Backends backends = start_backends(cfg, world, *heartbeat, watchdog, run, job);
   const BatchShare share = batch_share(cfg.model.global_batch, world.size, world.rank);
   initialize_model(cfg, world, backends, share);
   job.mark(kSetupModel);
@@ -245,10 +262,7 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
     job.mark(kRestore);
   }
   heartbeat->beat(0, "start");
-  run.collective = check_collective(cfg, world, backends);
-  job.mark(kSetupCollectiveCheck);
-  const double gemm_rate = backends.compute->measure_gemm_rate(0.2);
-  job.mark(kSetupGemmRate);
+  const double gemm_rate = check_before_steps(cfg, world, backends, run, job);
   announce(cfg, world, backends, checkpoints ? checkpoints->first_step() : 1);
 
   job.mark(kSetup);
