@@ -15,9 +15,10 @@
 #   -f  the drill's fault (default random:seed=3: one kill at a rank, step and phase drawn from
 #       the seed; see trainproof --help for the grammar)
 #   OPTIONS go to accept and to the drill (e.g. --cost.node_hour=3.2 --gate.max_rto_s=120)
-# Exit code: the merged verdict's (0 PASS/WARN, 1 FAIL); 2 for a bad option, here or in accept or
-# the drill; 3 when accept or the drill failed (a launcher that could not start, a crash): a run
-# that wrote no report of its own is never taken for a verdict.
+# Exit code: the merged verdict's (0 PASS/WARN, 1 FAIL or INCOMPLETE); 2 for a bad option, here or
+# in accept or the drill; 3 when accept or the drill failed (a launcher that could not start, a
+# crash): a run that wrote no report of its own is never taken for a verdict; 4 when a signal
+# stopped accept or the drill (its report, or its partial report, is kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

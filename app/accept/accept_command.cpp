@@ -169,7 +169,9 @@ void run_stage(const std::string& stage, const AcceptInputs& in, const World& wo
       run.attempts.push_back(std::move(a));
     }
     mpiCheck(MPI_Bcast(&again, 1, MPI_INT, 0, world.comm));
-    if (!again) return;
+    // A stage without stop points of its own (preflight, restore) is not run again once a signal
+    // or the budget asks the run to stop: the next stage's check records the stop.
+    if (!again || agreed_stop(world.comm) != 0) return;
   }
 }
 

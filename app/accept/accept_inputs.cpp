@@ -39,7 +39,7 @@ void check_backend_inputs(const TrainConfig& cfg, const SweepConfig& sweep,
                           const AcceptConfig& accept, const World& world) {
   if (!trains(accept) && !accept.runs("sweep") && !accept.runs("pairwise")) return;
   const std::string comm = expected_comm_backend(cfg, world);
-  if (!accept.runs("sweep") || comm.empty()) return;
+  if ((!accept.runs("sweep") && !accept.runs("pairwise")) || comm.empty()) return;
   // NCCL's own list lives in the GPU library; the stage checks it when NCCL is up.
   const auto cannot_run = [&](CollectiveOp op) {
     return comm == "mpi" ? mpi_cannot_run(op, sweep.plan.type, false) : std::string();
@@ -54,8 +54,10 @@ struct HeldFolder {
 };
 
 std::shared_ptr<const FolderLock> hold_checkpoint_folder(const TrainConfig& cfg,
+                                                         const AcceptConfig& accept,
                                                          const World& world) {
-  if (cfg.checkpoint_dir.empty()) return nullptr;
+  // The preflight stage probes the folder itself; only training writes and locks it.
+  if (cfg.checkpoint_dir.empty() || !trains(accept)) return nullptr;
   auto held = std::make_shared<HeldFolder>();
   held->store = std::make_unique<CheckpointStore>(checkpoint_options(cfg), world,
                                                   scenario_hash(cfg), held->clock);
@@ -78,7 +80,7 @@ std::shared_ptr<const FolderLock> check_accept_inputs(const TrainConfig& train,
   TrainConfig cfg = train;
   check_training_inputs(cfg, accept, report_path, world);
   check_backend_inputs(cfg, sweep, accept, world);
-  return hold_checkpoint_folder(cfg, world);
+  return hold_checkpoint_folder(cfg, accept, world);
 }
 
 }  // namespace tp

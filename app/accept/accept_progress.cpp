@@ -11,14 +11,15 @@ namespace {
 
 using nlohmann::json;
 
-// The selected stages with no completed attempt, in order.
+// The selected stages whose last attempt (the one the report judges) did not complete, in order.
 std::vector<std::string> stages_not_completed(const AcceptConfig& config,
                                               const std::vector<StageAttempt>& attempts) {
   std::vector<std::string> missing;
   for (const std::string& stage : config.stages) {
-    bool done = false;
-    for (const StageAttempt& a : attempts) done = done || (a.stage == stage && !a.stopped);
-    if (!done) missing.push_back(stage);
+    const StageAttempt* last = nullptr;
+    for (const StageAttempt& a : attempts)
+      if (a.stage == stage) last = &a;
+    if (!last || last->stopped) missing.push_back(stage);
   }
   return missing;
 }

@@ -277,6 +277,7 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   const StopHook stop = [&](int64_t step) {
     progress.step_ended();
     if (step == last_warmup_step) job.mark(kWarmupSteps);
+    if (step >= cfg.steps) return false;  // training is complete: nothing is left to stop
     if (checkpoints) return checkpoints->stop_requested(step, *backends.compute);
     // Without checkpoints only accept arms a stop (its signals and time budget): a plain train
     // run spends no collective on it.

@@ -45,6 +45,11 @@ class CheckedBeforeTheFirstStage(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertIn(FIRST_STAGE + "preflight", run.stdout + run.stderr)
 
+    def test_a_run_that_does_not_train_leaves_the_checkpoint_folder_alone(self):
+        run = self.accept("--accept.stages=sweep", "--resume=require", "--sweep.max_bytes=4096")
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertFalse(os.path.exists(self.ckpt), "a sweep made the checkpoint folder")
+
     def test_a_dataset_folder_that_is_empty_or_missing(self):
         empty = os.path.join(self.tmp.name, "empty")
         os.mkdir(empty)

@@ -181,7 +181,7 @@ class VirtualCluster(ClusterCase):
         # Without the CPU variables the template asks for the GPU backends, which a job without
         # GPUs cannot give: it says so and stops before anything runs.
         gpu_default = run(["env", "SBATCH_GPUS_PER_NODE=0", "sbatch", "--parsable", "-N1",
-                           "--ntasks-per-node=1", "--time=2",
+                           "--ntasks-per-node=1", "--cpus-per-task=1", "--time=2",
                            f"--export=ALL,TRAINPROOF={self.bin},TRAINPROOF_HOME={repo},"
                            f"OUT={out}-gpu", template])
         self.assertEqual(gpu_default.returncode, 0, gpu_default)

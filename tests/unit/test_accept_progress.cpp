@@ -60,6 +60,16 @@ TEST(AcceptProgress, AStopInAStageNamesItAndEveryStageNotCompleted) {
             "stopped at its next stop point; not completed: sweep, pairwise, train, restore");
 }
 
+TEST(AcceptProgress, ARetryCutShortLeavesItsStageIncompleteWhateverTheFirstAttemptDid) {
+  const tp::AcceptConfig config = tp::test::gated({});
+  std::vector<StageAttempt> attempts;
+  for (const std::string& stage : tp::kAcceptStages) attempts.push_back(completed(stage));
+  attempts.push_back(stopped("restore"));  // the retry of a restore that failed
+  EXPECT_EQ(tp::incomplete_reason(config, attempts, {tp::kStopBudget, "restore", true}, 60),
+            "the time budget (accept.time_budget_s=60) ran out during stage restore: every rank "
+            "stopped at its next stop point; not completed: restore");
+}
+
 TEST(AcceptProgress, ABudgetSpentBetweenStagesNamesTheStageNotStarted) {
   const tp::AcceptConfig config = tp::test::gated({});
   const std::vector<StageAttempt> attempts = {completed("preflight"), completed("sweep"),
