@@ -1,0 +1,114 @@
+// `trainproof --help` and `trainproof SUBCOMMAND --help`: what each subcommand does, how it is
+// launched, every option with its default, and the fault grammar.
+#include <sstream>
+#include <string>
+
+#include "app/cli/cli.h"
+#include "app/cli/cli_options.h"
+
+namespace tp {
+namespace {
+
+// The overview of every subcommand and the exit codes: `trainproof --help`.
+std::string general_usage() {
+  std::ostringstream out;
+  out << "trainproof: prove that a cluster can train.\n\n"
+         "usage: trainproof SUBCOMMAND [options]\n"
+         "  accept   the acceptance run: preflight, collective sweep, pairwise matrix,\n"
+         "           training with checkpoints and a cold restore in one job, held against\n"
+         "           the [gate] thresholds (a host file: --gate.file), with the job's\n"
+         "           timeline, goodput and cost; one report, one verdict\n"
+         "  train    run synthetic data-parallel training steps with real collectives, time\n"
+         "           data, compute and communication on every rank, and write a JSON report\n"
+         "  sweep    time every collective at every size on the fabric (nccl-tests' bus\n"
+         "           bandwidth, every element checked), or every pair of nodes\n"
+         "           (sweep.mode=pairwise) to name a slow node or link\n"
+         "  drill    recovery drill: launch train with faults, relaunch with --resume auto "
+         "after\n"
+         "           each failure, and prove the final state bit-identical to a reference run\n"
+         "  prepare-data  write a synthetic dataset to data.dir (MPI: every rank writes its\n"
+         "           share of the shards), for train to read with data.dir\n"
+         "  report   print the summary of an existing JSON report: trainproof report FILE;\n"
+         "           compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9];\n"
+         "           or join stage reports: trainproof report merge A B [C...] --report OUT\n\n"
+         "Launch accept, train, sweep and prepare-data with mpirun or srun, one rank per\n"
+         "device or core set. Every option can also be set in a scenario file: [train]\n"
+         "steps = 100 is --train.steps=100.\n"
+         "Exit codes: 0 PASS, WARN or NONE (nothing ran: training was already complete),\n"
+         "1 FAIL (correctness or performance), 2 bad usage or input (nothing ran),\n"
+         "3 the run could not complete, 4 preempted (checkpoint committed; --resume auto).\n";
+  return out.str();
+}
+
+// The first lines of --help: what the subcommand does and how it is launched.
+std::string usage_of(const std::string& subcommand) {
+  std::ostringstream out;
+  if (subcommand.empty()) {
+    out << general_usage();
+  } else if (subcommand == "accept") {
+    out << "usage: mpirun -np N trainproof accept --scenario scenarios/accept.ini\n"
+           "           --checkpoint.dir=DIR [--gate.file scenarios/hosts/HOST.ini] [options]\n"
+           "Runs accept.stages in order (preflight, sweep, pairwise, train, restore), each again\n"
+           "up to gate.retries times while it fails, and judges every gate.* threshold that is\n"
+           "not 0 (PASS; WARN within gate.warn_margin of it or only on a retry; FAIL). Each\n"
+           "check names its threshold's source. A threshold given on the command line that no\n"
+           "selected stage measures is exit 2 before anything runs; a skipped stage's checks\n"
+           "are n/a. --baseline GOLDEN adds report compare's metrics as checks. The drill's\n"
+           "checks (gate.drill, gate.max_rto_s, gate.max_rpo_steps) are judged by report merge\n"
+           "(scripts/acceptance.sh runs accept, the drill and the merge). See "
+           "docs/acceptance.md.\n";
+  } else if (subcommand == "train") {
+    out << "usage: mpirun -np N trainproof train [--scenario FILE] [options]\n"
+           "Runs train.steps steps; ranks share model.batch. Writes --report on rank 0.\n";
+  } else if (subcommand == "sweep") {
+    out << "usage: mpirun -np N trainproof sweep [--scenario FILE] [options]\n"
+           "Times sweep.ops from sweep.min_bytes to sweep.max_bytes, out of place and in place,\n"
+           "over comm.backend, and checks every element of every row (a wrong one is FAIL).\n"
+           "Prints a table in nccl-tests' columns and units and writes --report on rank 0.\n"
+           "sweep.split=node|rail sweeps each node's or each rail's ranks at once;\n"
+           "sweep.mode=pairwise measures every pair of nodes and flags a slow node or link.\n"
+           "See docs/sweep.md.\n";
+  } else if (subcommand == "prepare-data") {
+    out << "usage: mpirun -np N trainproof prepare-data --data.dir=DIR [--scenario FILE] "
+           "[options]\n"
+           "Writes data.samples samples (content from train.seed) in data.files shards of\n"
+           "data.format, with a checksum per sample and data.dir/index.json. Running it again\n"
+           "with the same parameters does nothing; with others it is an error unless --force.\n"
+           "Before writing anything it checks that data.dir's filesystem has room for the\n"
+           "whole dataset (exit 2 naming the bytes needed and free otherwise).\n";
+  } else if (subcommand == "drill") {
+    out << "usage: trainproof drill --launcher \"mpirun -np N\" [--scenario FILE] [options]\n"
+           "Not an MPI rank: runs the launcher itself. A reference run, then the run with the\n"
+           "--fault specs, relaunched with --resume auto after each failure (each fault fires\n"
+           "once), then the final digest compared with the reference. Every training option is\n"
+           "forwarded to each run. Needs checkpoint.dir and checkpoint.every; the runs use\n"
+           "checkpoint.dir/drill-<time>-<pid>/. Writes --report (the final run's report with a\n"
+           "drill section) and prints a drill summary. See docs/drills.md.\n";
+  } else {
+    out << "usage: trainproof report FILE\n"
+           "       trainproof report compare GOLDEN NEW [--tolerance 0.9]\n"
+           "       trainproof report merge ACCEPT DRILL [MORE...] --report OUT\n"
+           "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
+           "FAIL).\n"
+           "compare prints each metric of NEW against GOLDEN (golden, new, ratio, which way is\n"
+           "better, status); a metric that keeps less than --tolerance of its golden value in\n"
+           "its better direction fails, and so does the comparison (exit 1). It also says where\n"
+           "the two runs differ in what they ran (scenario hash, world size, steps, backends,\n"
+           "sweep sizes). See docs/acceptance.md.\n"
+           "merge writes to OUT the accept report joined with the drill's section and checks\n"
+           "(gate.drill, gate.max_rto_s, gate.max_rpo_steps judged), and exits with the verdict\n"
+           "recomputed from them.\n"
+           "All options are accepted, so a whole scenario file can be passed.\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+std::string help_text(const std::string& subcommand) {
+  std::ostringstream out;
+  out << usage_of(subcommand) << '\n' << option_registry() << '\n' << fault_grammar();
+  return out.str();
+}
+
+}  // namespace tp
