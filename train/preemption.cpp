@@ -29,10 +29,6 @@ void install_preemption_handlers() {
   installed = true;
 }
 
-int preemption_signal() {
-  return received;
-}
-
 const char* signal_name(int signal) {
   switch (signal) {
     case SIGTERM:

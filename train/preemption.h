@@ -17,8 +17,6 @@ namespace tp {
 inline constexpr int kStopBudget = 1000;
 
 void install_preemption_handlers();
-// The signal received since installation, or 0.
-int preemption_signal();
 // "SIGTERM", "SIGUSR1", or "the time budget" for kStopBudget.
 const char* signal_name(int signal);
 

@@ -48,6 +48,14 @@ def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed
         return Run(proc.returncode, proc.stdout, proc.stderr, report)
 
 
+def accept_command(report, checkpoint_dir, *args, ranks=2,
+                   scenario=os.path.join(SCENARIOS, "accept-smoke.ini")):
+    """`trainproof accept` on local ranks at log level info, so that its `accept: stage NAME`
+    lines show when each stage starts, for tests that watch them."""
+    return [MPIEXEC, "-np", str(ranks), "--oversubscribe", BIN, "accept", "--scenario", scenario,
+            "--report", report, "--log.level=info", f"--checkpoint.dir={checkpoint_dir}", *args]
+
+
 class CheckpointCase(unittest.TestCase):
     """A temporary checkpoint folder per test, runs that checkpoint every EVERY (4) steps, and
     the digest of an uninterrupted run, computed once per (ranks, options)."""

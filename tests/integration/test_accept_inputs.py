@@ -10,9 +10,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import BIN, MPIEXEC, SCENARIOS, TINY, mpirun  # noqa: E402
+from harness import TINY, accept_command, mpirun  # noqa: E402
 
-SMOKE = os.path.join(SCENARIOS, "accept-smoke.ini")
 FIRST_STAGE = "accept: stage "
 
 
@@ -24,9 +23,7 @@ class CheckedBeforeTheFirstStage(unittest.TestCase):
         self.ckpt = os.path.join(self.tmp.name, "ckpt")
 
     def accept(self, *args, checkpoint_dir=None):
-        cmd = [MPIEXEC, "-np", "2", "--oversubscribe", BIN, "accept", "--scenario", SMOKE,
-               "--report", self.report, "--log.level=info",
-               f"--checkpoint.dir={checkpoint_dir or self.ckpt}", *args]
+        cmd = accept_command(self.report, checkpoint_dir or self.ckpt, *args)
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
     def assert_refused(self, must_name, *args, checkpoint_dir=None, folder_made=False):

@@ -13,9 +13,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import BIN, MPIEXEC, SCENARIOS  # noqa: E402
+from harness import BIN, accept_command  # noqa: E402
 
-SMOKE = os.path.join(SCENARIOS, "accept-smoke.ini")
 # Stages long enough on 2 cores that a signal sent when one starts lands inside it.
 LONG_SWEEP = ["--sweep.max_bytes=67108864", "--sweep.iters=50"]
 LONG_TRAIN = ["--train.steps=20000", "--checkpoint.every=50"]
@@ -37,9 +36,7 @@ class StoppedInEachStage(unittest.TestCase):
 
     def accept_until(self, marker, send, *args, ranks=2):
         """Runs accept, and when `marker` appears in its output calls send(rank pids)."""
-        cmd = [MPIEXEC, "-np", str(ranks), "--oversubscribe", BIN, "accept", "--scenario", SMOKE,
-               "--report", self.report, "--log.level=info",
-               f"--checkpoint.dir={os.path.join(self.tmp.name, 'ckpt')}", *args]
+        cmd = accept_command(self.report, os.path.join(self.tmp.name, "ckpt"), *args, ranks=ranks)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         seen = []
         deadline = time.monotonic() + 240

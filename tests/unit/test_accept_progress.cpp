@@ -28,6 +28,12 @@ StageAttempt completed(const std::string& stage) {
   return a;
 }
 
+std::vector<StageAttempt> every_stage_completed() {
+  std::vector<StageAttempt> all;
+  for (const std::string& stage : tp::kAcceptStages) all.push_back(completed(stage));
+  return all;
+}
+
 StageAttempt stopped(const std::string& stage) {
   StageAttempt a = completed(stage);
   a.stopped = true;
@@ -42,8 +48,7 @@ TEST(AcceptProgress, ThePartialReportLiesBesideTheFinalOne) {
 
 TEST(AcceptProgress, ARunThatCompletedEveryStageIsComplete) {
   const tp::AcceptConfig config = tp::test::gated({});
-  std::vector<StageAttempt> all;
-  for (const std::string& stage : tp::kAcceptStages) all.push_back(completed(stage));
+  const std::vector<StageAttempt> all = every_stage_completed();
   EXPECT_EQ(tp::incomplete_reason(config, all, {}, 0), "");
   // The budget running out after the last stage changes nothing: every stage completed.
   EXPECT_EQ(tp::incomplete_reason(config, all, {tp::kStopBudget, "restore", false}, 60), "");
@@ -62,8 +67,7 @@ TEST(AcceptProgress, AStopInAStageNamesItAndEveryStageNotCompleted) {
 
 TEST(AcceptProgress, ARetryCutShortLeavesItsStageIncompleteWhateverTheFirstAttemptDid) {
   const tp::AcceptConfig config = tp::test::gated({});
-  std::vector<StageAttempt> attempts;
-  for (const std::string& stage : tp::kAcceptStages) attempts.push_back(completed(stage));
+  std::vector<StageAttempt> attempts = every_stage_completed();
   attempts.push_back(stopped("restore"));  // the retry of a restore that failed
   EXPECT_EQ(tp::incomplete_reason(config, attempts, {tp::kStopBudget, "restore", true}, 60),
             "the time budget (accept.time_budget_s=60) ran out during stage restore: every rank "
@@ -81,8 +85,7 @@ TEST(AcceptProgress, ABudgetSpentBetweenStagesNamesTheStageNotStarted) {
 
 TEST(AcceptProgress, ASignalDuringTheLastStageStillMakesTheRunIncomplete) {
   const tp::AcceptConfig config = tp::test::gated({});
-  std::vector<StageAttempt> all;
-  for (const std::string& stage : tp::kAcceptStages) all.push_back(completed(stage));
+  const std::vector<StageAttempt> all = every_stage_completed();
   EXPECT_EQ(tp::incomplete_reason(config, all, {SIGUSR1, "restore", false}, 0),
             "SIGUSR1 received during stage restore, which finished: a run asked to stop is not "
             "judged as one left alone");
