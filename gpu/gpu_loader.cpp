@@ -42,4 +42,12 @@ const GpuLibrary& load_gpu_library() {
   return library;
 }
 
+std::string missing_gpu_driver() {
+  if (const char* env = std::getenv("TRAINPROOF_GPU_LIB"); env && *env) return "";
+  std::error_code ec;
+  for (const char* node : {"/dev/nvidiactl", "/dev/dxg"})
+    if (std::filesystem::exists(node, ec)) return "";
+  return "no NVIDIA driver on this host (neither /dev/nvidiactl nor /dev/dxg exists)";
+}
+
 }  // namespace tp

@@ -15,4 +15,10 @@ struct GpuLibrary {
 
 const GpuLibrary& load_gpu_library();
 
+// "" when this host shows an NVIDIA driver's device node (/dev/nvidiactl, or /dev/dxg under WSL)
+// or $TRAINPROOF_GPU_LIB names a library to try; otherwise why there is no GPU to look for.
+// Loading the library pulls in the CUDA runtime and NCCL, seconds of start-up per rank on a
+// CPU-only host, only to learn that no device exists.
+std::string missing_gpu_driver();
+
 }  // namespace tp

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -19,44 +20,132 @@
 namespace tp {
 namespace {
 
-constexpr size_t kRecordBytes = 160;
-// The liveness line follows the record, so the two threads never write the same bytes.
-constexpr size_t kLivenessBytes = 32;
+namespace fs = std::filesystem;
 
-void write_liveness(int fd, int64_t count, bool ended) {
-  char line[kLivenessBytes];
+// One line per rank in a node's file, at a fixed place: "rank step phase host unix_time alive N
+// [ended]", padded with spaces. A slot no rank has beaten in is a blank line.
+constexpr size_t kLineBytes = 192;
+constexpr const char* kNodeFilePrefix = "beats-";
+// The phases a slot can hold, by index; a name outside the list is stored as "unknown".
+constexpr const char* kPhases[] = {"start",     "data",       "compute", "comm",
+                                   "optimizer", "checkpoint", "done",    "preflight",
+                                   "sweep",     "pairwise",   "restore", "unknown"};
+constexpr int kPhaseCount = int(sizeof kPhases / sizeof kPhases[0]);
+
+int phase_index(const char* phase) {
+  for (int i = 0; i + 1 < kPhaseCount; ++i)
+    if (std::strcmp(phase, kPhases[i]) == 0) return i;
+  return kPhaseCount - 1;
+}
+
+struct SlotCopy {
+  int32_t rank = -1;
+  int64_t step = 0, liveness = -1;
+  int32_t phase = 0;
+  double unix_time = 0;
+  bool ended = false;
+};
+
+// A consistent copy of a slot its owner may be writing: retried while the sequence moves.
+SlotCopy copy_slot(const BeatSlot& slot) {
+  SlotCopy copy;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const uint64_t before = slot.version.load(std::memory_order_acquire);
+    if (before % 2 != 0) continue;
+    copy.step = slot.step.load(std::memory_order_relaxed);
+    copy.phase = slot.phase.load(std::memory_order_relaxed);
+    copy.unix_time = slot.unix_time.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (slot.version.load(std::memory_order_relaxed) == before) break;
+  }
+  copy.rank = slot.rank.load();
+  copy.liveness = slot.liveness.load();
+  copy.ended = slot.watch_ended.load() != 0;
+  return copy;
+}
+
+void append_line(std::string& text, const SlotCopy& slot, const std::string& host) {
+  char line[kLineBytes];
   std::memset(line, ' ', sizeof line);
-  const int n = std::snprintf(line, sizeof line, "alive %lld%s", static_cast<long long>(count),
-                              ended ? " ended" : "");
-  if (n > 0 && size_t(n) < sizeof line) line[n] = ' ';
+  if (slot.rank >= 0) {
+    const int phase = slot.phase >= 0 && slot.phase < kPhaseCount ? slot.phase : kPhaseCount - 1;
+    const int n = std::snprintf(line, sizeof line, "%d %lld %s %s %.6f alive %lld%s", slot.rank,
+                                static_cast<long long>(slot.step), kPhases[phase], host.c_str(),
+                                slot.unix_time, static_cast<long long>(slot.liveness),
+                                slot.ended ? " ended" : "");
+    if (n > 0 && size_t(n) < sizeof line) line[n] = ' ';
+  }
   line[sizeof line - 1] = '\n';
-  [[maybe_unused]] const ssize_t written = ::pwrite(fd, line, sizeof line, kRecordBytes);
+  text.append(line, sizeof line);
+}
+
+HeartbeatRecord parse_line(const std::string& line) {
+  HeartbeatRecord h;
+  std::istringstream in(line);
+  long long step = 0, count = -1;
+  std::string word, ended;
+  if (!(in >> h.rank >> step >> h.phase >> h.host >> h.unix_time)) return HeartbeatRecord{};
+  h.step = step;
+  h.present = true;
+  if (in >> word >> count && word == "alive") {
+    h.liveness = count;
+    h.watch_ended = in >> ended && ended == "ended";
+  }
+  return h;
+}
+
+// Every record of the node file at `path`.
+std::vector<HeartbeatRecord> read_node_file(const std::string& path) {
+  std::ifstream file(path);
+  std::vector<HeartbeatRecord> records;
+  for (std::string line; std::getline(file, line);)
+    if (HeartbeatRecord h = parse_line(line); h.present) records.push_back(std::move(h));
+  return records;
+}
+
+// The nodes' files in `dir`.
+std::vector<std::string> node_files(const std::string& dir) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().filename().string().rfind(kNodeFilePrefix, 0) == 0)
+      paths.push_back(entry.path().string());
+  return paths;
 }
 
 }  // namespace
 
-std::string heartbeat_path(const std::string& dir, int rank) {
+std::string node_beats_path(const std::string& dir, int node_first_rank) {
   char name[32];
-  std::snprintf(name, sizeof name, "rank-%06d", rank);
+  std::snprintf(name, sizeof name, "%s%06d", kNodeFilePrefix, node_first_rank);
   return dir + "/" + name;
 }
 
 int phase_order(const std::string& phase) {
-  static const char* const kOrder[] = {"start",     "data",       "compute", "comm",
-                                       "optimizer", "checkpoint", "done"};
   for (int i = 0; i < 7; ++i)
-    if (phase == kOrder[i]) return i;
+    if (phase == kPhases[i]) return i;
   return -1;
 }
 
 Heartbeat::Heartbeat(std::string dir, int rank, std::string host)
-    : dir_(std::move(dir)), host_(std::move(host)), rank_(rank) {
+    : Heartbeat(std::move(dir), rank, std::move(host),
+                NodePlace{NodeRegion::private_region(1), 0, rank, true, 0.0}) {}
+
+Heartbeat::Heartbeat(std::string dir, int rank, std::string host, NodePlace place)
+    : dir_(std::move(dir)),
+      host_(std::move(host)),
+      rank_(rank),
+      place_(std::move(place)),
+      slot_(place_.region->slot(place_.slot)),
+      publish_every_s_(place_.publish_every_s) {
   std::error_code ec;
-  std::filesystem::create_directory(dir_, ec);  // never its parents: a missing folder is an error
+  fs::create_directory(dir_, ec);  // never its parents: a missing folder is an error
   // An earlier run's verdict in a reused folder is not this run's: the first verdict stands.
-  if (rank_ == 0) std::filesystem::remove(dir_ + "/abort.json", ec);
-  fd_ = ::open(heartbeat_path(dir_, rank_).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (rank_ == 0) fs::remove(dir_ + "/abort.json", ec);
+  const int flags = O_WRONLY | O_CREAT | (place_.first_on_node ? O_TRUNC : 0);
+  fd_ = ::open(node_beats_path(dir_, place_.node_first_rank).c_str(), flags, 0644);
   if (fd_ < 0) throw UsageError("watchdog.dir: cannot write heartbeats in '" + dir_ + "'");
+  slot_.rank.store(rank_);
   beat(0, "start");
   // Host and pid, so a drill can kill this process from outside (drill.external_kill).
   // The real host name, even when tests pretend otherwise: it is where the process is.
@@ -68,19 +157,46 @@ Heartbeat::~Heartbeat() {
 }
 
 void Heartbeat::beat(int64_t step, const char* phase) {
-  if (fd_ < 0) return;
-  char record[kRecordBytes];
-  std::memset(record, ' ', sizeof record);
-  const int n = std::snprintf(record, sizeof record, "%lld %s %s %.6f",
-                              static_cast<long long>(step), phase, host_.c_str(), unix_seconds());
-  if (n > 0 && size_t(n) < sizeof record) record[n] = ' ';
-  record[sizeof record - 1] = '\n';
-  [[maybe_unused]] const ssize_t written = ::pwrite(fd_, record, sizeof record, 0);
+  const uint64_t version = slot_.version.load(std::memory_order_relaxed);
+  slot_.version.store(version + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  slot_.step.store(step, std::memory_order_relaxed);
+  slot_.phase.store(phase_index(phase), std::memory_order_relaxed);
+  slot_.unix_time.store(unix_seconds(), std::memory_order_relaxed);
+  slot_.version.store(version + 2, std::memory_order_release);
   last_step_.store(step);
   last_phase_.store(phase);
   const double now = steady_seconds();
   last_beat_s_.store(now);
   if (deadline_) deadline_->mark_progress(now);
+  std::lock_guard<std::mutex> guard(liveness_mutex_);
+  publish_locked(false);
+}
+
+void Heartbeat::publish_locked(bool force) {
+  if (fd_ < 0 || finished_) return;
+  const double now = steady_seconds();
+  const double every = publish_every_s_.load();
+  NodeRegion& region = *place_.region;
+  if (!force && now - region.header().published_s.load() < every) return;
+  // A publisher stopped or killed mid-write is taken over two intervals on: well inside the
+  // liveness window (three intervals or more), so its node's other ranks are not taken for
+  // stopped with it.
+  const double stale = std::max(0.1, 2 * every);
+  for (int tries = 0; !region.claim(now, stale); ++tries) {
+    if (!force || tries >= 50) return;  // another rank publishes the node: its file stays fresh
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::string text;
+  text.reserve(size_t(region.slots()) * kLineBytes);
+  for (int i = 0; i < region.slots(); ++i) append_line(text, copy_slot(region.slot(i)), host_);
+  [[maybe_unused]] const ssize_t written = ::pwrite(fd_, text.data(), text.size(), 0);
+  region.release(steady_seconds());
+}
+
+void Heartbeat::publish_now() {
+  std::lock_guard<std::mutex> guard(liveness_mutex_);
+  publish_locked(true);
 }
 
 HeartbeatRecord Heartbeat::latest() const {
@@ -96,24 +212,33 @@ HeartbeatRecord Heartbeat::latest() const {
 
 void Heartbeat::tick() {
   std::lock_guard<std::mutex> guard(liveness_mutex_);
-  if (fd_ >= 0) write_liveness(fd_, ++liveness_, false);
+  if (finished_) return;
+  const int64_t count = slot_.liveness.load();
+  slot_.liveness.store(count < 0 ? 1 : count + 1);
+  publish_locked(false);
 }
 
 void Heartbeat::end_watch() {
   std::lock_guard<std::mutex> guard(liveness_mutex_);
-  if (fd_ >= 0) write_liveness(fd_, liveness_, true);
+  slot_.watch_ended.store(1);
+  publish_locked(true);
 }
 
 void Heartbeat::finish() {
+  std::error_code ec;
   {
     // The watchdog thread may still tick: the run ends before its watchdog does.
     std::lock_guard<std::mutex> guard(liveness_mutex_);
+    if (finished_) return;
+    finished_ = true;
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
-  std::error_code ec;
-  std::filesystem::remove(heartbeat_path(dir_, rank_), ec);
-  std::filesystem::remove(pid_path(), ec);
+  // Every other rank of the node has stopped publishing once it finished: the last one out
+  // removes the node's file.
+  if (place_.region->header().active.fetch_sub(1) == 1)
+    fs::remove(node_beats_path(dir_, place_.node_first_rank), ec);
+  fs::remove(pid_path(), ec);
 }
 
 std::string Heartbeat::pid_path() const {
@@ -121,14 +246,13 @@ std::string Heartbeat::pid_path() const {
 }
 
 void Heartbeat::remove_folder(bool made_by_this_run) const {
-  namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir_ + "/abort.json", ec)) return;
   if (made_by_this_run) {
     // Another rank may not have removed its own files yet; they are closed or about to be.
     for (const auto& entry : fs::directory_iterator(dir_, ec)) {
       const std::string name = entry.path().filename().string();
-      if (name.rfind("rank-", 0) == 0 || name.rfind("pid-rank-", 0) == 0 ||
+      if (name.rfind(kNodeFilePrefix, 0) == 0 || name.rfind("pid-rank-", 0) == 0 ||
           name.rfind("fault-rank-", 0) == 0 || name == "progress.json")
         fs::remove(entry.path(), ec);
     }
@@ -151,32 +275,31 @@ bool Heartbeat::readable_within(const std::string& dir, int rank, double retry_s
 }
 
 std::vector<HeartbeatRecord> Heartbeat::read_all(const std::string& dir, int world_size) {
-  std::vector<HeartbeatRecord> records;
-  records.reserve(size_t(world_size));
-  for (int r = 0; r < world_size; ++r) records.push_back(read_one(dir, r));
+  std::vector<HeartbeatRecord> records(size_t(std::max(0, world_size)));
+  for (int r = 0; r < world_size; ++r) records[size_t(r)].rank = r;
+  for (const std::string& path : node_files(dir))
+    for (HeartbeatRecord& h : read_node_file(path))
+      if (h.rank >= 0 && h.rank < world_size && !records[size_t(h.rank)].present)
+        records[size_t(h.rank)] = std::move(h);
   return records;
 }
 
 HeartbeatRecord Heartbeat::read_one(const std::string& dir, int rank) {
-  HeartbeatRecord h;
-  h.rank = rank;
-  std::ifstream file(heartbeat_path(dir, rank));
-  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  std::istringstream record(text.substr(0, kRecordBytes));
-  long long step = 0;
-  if (record >> step >> h.phase >> h.host >> h.unix_time) {
-    h.step = step;
-    h.present = true;
-  }
-  if (text.size() < kRecordBytes + kLivenessBytes) return h;
-  std::istringstream liveness(text.substr(kRecordBytes, kLivenessBytes));
-  std::string word, ended;
-  long long count = -1;
-  if (liveness >> word >> count && word == "alive" && count >= 0) {
-    h.liveness = count;
-    h.watch_ended = liveness >> ended && ended == "ended";
-  }
-  return h;
+  for (HeartbeatRecord& h : read_node_file(node_beats_path(dir, rank)))
+    if (h.rank == rank) return h;
+  for (const std::string& path : node_files(dir))
+    for (HeartbeatRecord& h : read_node_file(path))
+      if (h.rank == rank) return h;
+  HeartbeatRecord missing;
+  missing.rank = rank;
+  return missing;
+}
+
+int Heartbeat::ranks_in(const std::string& dir) {
+  int ranks = 0;
+  for (const std::string& path : node_files(dir))
+    for (const HeartbeatRecord& h : read_node_file(path)) ranks = std::max(ranks, h.rank + 1);
+  return ranks;
 }
 
 }  // namespace tp

@@ -61,6 +61,7 @@ struct TrainConfig {
   bool overlap = true;
   double watchdog_timeout_s = 0.0;  // 0: auto (train/watchdog.h)
   std::string watchdog_dir;         // heartbeats and abort.json; empty: beside the report
+  double watchdog_publish_s = 1.0;  // a node's heartbeat file is rewritten at most this often
   int64_t log_every = 0;            // 0: about ten progress lines per run
   std::vector<FaultSpec> faults;
   std::string checkpoint_dir;  // empty: no checkpoints

@@ -17,13 +17,18 @@ constexpr double kTickS = 0.05;
 
 // A checkpoint (and the set-up before step 1) may take far longer than a step.
 bool slow_phase(const std::string& phase) {
-  return phase == "checkpoint" || phase == "start" || phase == "done";
+  return phase == "checkpoint" || phase == "start" || phase == "done" || phase == "preflight" ||
+         phase == "restore";
 }
 
 }  // namespace
 
 double auto_watchdog_timeout(double slowest_warmup_step_s) {
   return std::max(kFloorS, 25.0 * slowest_warmup_step_s);
+}
+
+double publish_interval_s(double timeout_s, double publish_s) {
+  return std::min(publish_s, timeout_s / 30.0);
 }
 
 double liveness_window_s(double timeout_s) {
@@ -55,14 +60,17 @@ std::function<std::string(const std::string&)> missing_rank_namer(
   };
 }
 
-Watchdog::Watchdog(Heartbeat& heartbeat, int world_size, double timeout_s, int64_t warmup_steps)
+Watchdog::Watchdog(Heartbeat& heartbeat, int world_size, double timeout_s, int64_t warmup_steps,
+                   double publish_s)
     : heartbeat_(heartbeat),
       world_size_(world_size),
       automatic_(timeout_s <= 0),
       warmup_steps_(std::max<int64_t>(1, warmup_steps)),
+      publish_s_(publish_s),
       timeout_s_(timeout_s > 0 ? timeout_s : kWatchdogUntilWarmedUpS),
       comm_deadline_(std::make_shared<CommDeadline>(timeout_s_.load())) {
   heartbeat_.report_progress_to(comm_deadline_);
+  heartbeat_.set_publish_interval(publish_interval_s(timeout_s_.load(), publish_s_));
   thread_ = std::thread([this] { watch(); });
 }
 
@@ -94,6 +102,7 @@ void Watchdog::watch() {
       if (automatic_ && ++steps_seen == warmup_steps_ + 1) {
         timeout_s_.store(auto_watchdog_timeout(slowest_step));
         comm_deadline_->set_watchdog_timeout(timeout_s_.load());
+        heartbeat_.set_publish_interval(publish_interval_s(timeout_s_.load(), publish_s_));
       }
     }
     const double stalled = now - heartbeat_.last_beat_steady_s();

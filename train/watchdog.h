@@ -26,6 +26,11 @@ double auto_watchdog_timeout(double slowest_warmup_step_s);
 // The auto timeout until the warm-up steps have shown how long a step takes.
 inline constexpr double kWatchdogUntilWarmedUpS = 600.0;
 
+// How often a node's heartbeat file may be rewritten under a watchdog of `timeout_s`: every
+// `publish_s` (watchdog.publish_s, 1 s by default), or a thirtieth of a shorter timeout, so the
+// liveness window below always spans several publishes.
+double publish_interval_s(double timeout_s, double publish_s = 1.0);
+
 // How far apart the two reads of the heartbeats are: many ticks of a live watchdog (every 50 ms),
 // and short beside the timeout.
 double liveness_window_s(double timeout_s);
@@ -49,7 +54,9 @@ std::function<std::string(const std::string& what)> missing_rank_namer(
 class Watchdog {
  public:
   // `timeout_s` 0: auto. `warmup_steps`: how many steps the auto timeout learns from.
-  Watchdog(Heartbeat& heartbeat, int world_size, double timeout_s, int64_t warmup_steps);
+  // `publish_s`: watchdog.publish_s (publish_interval_s).
+  Watchdog(Heartbeat& heartbeat, int world_size, double timeout_s, int64_t warmup_steps,
+           double publish_s = 1.0);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -67,6 +74,7 @@ class Watchdog {
   int world_size_;
   bool automatic_;
   int64_t warmup_steps_;
+  double publish_s_;
   std::atomic<double> timeout_s_;
   std::shared_ptr<CommDeadline> comm_deadline_;
   std::mutex mutex_;

@@ -23,6 +23,7 @@
 #include "app/report/gate.h"
 #include "app/report/report_text.h"
 #include "app/report/summary.h"
+#include "app/stages/stage_watch.h"
 #include "app/stages/sweep_stage.h"
 #include "app/stages/train_stage.h"
 #include "common/errors.h"
@@ -75,8 +76,14 @@ json own_checks(const json& report, const AcceptInputs& in) {
   return checks;
 }
 
+const std::string& report_file(const AcceptInputs& in) {
+  return in.inv.options["report"].as<std::string>();
+}
+
 StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun& run) {
+  StageWatch watch(in.train, report_file(in), world, "preflight");
   PreflightStage p = preflight_stage(in.train, world);
+  watch.end();
   run.job.mark("preflight");
   run.preflight_nodes = p.nodes;
   return {"preflight", 1, {{"preflight", p.section}}, p.checks};
@@ -114,7 +121,9 @@ StageAttempt run_train(const AcceptInputs& in, const World& world, AcceptRun& ru
 }
 
 StageAttempt run_restore(const AcceptInputs& in, const World& world, AcceptRun& run) {
+  StageWatch watch(in.train, report_file(in), world, "restore");
   RestoreStage r = restore_stage(in.train, world, *run.trained);
+  watch.end();
   run.job.mark("cold_restore");
   return {"restore", 1, {{"restore", r.section}}, r.checks};
 }

@@ -96,6 +96,7 @@ void read_backends(const po::variables_map& vm, TrainConfig& c) {
   c.overlap = vm["comm.overlap"].as<bool>();
   c.watchdog_timeout_s = in_range(vm, "watchdog.timeout_s", 0.0, 1e7, false);
   c.watchdog_dir = vm["watchdog.dir"].as<std::string>();
+  c.watchdog_publish_s = in_range(vm, "watchdog.publish_s", 0.01, 60.0, true);
 }
 
 void read_checkpointing(const po::variables_map& vm, TrainConfig& c) {

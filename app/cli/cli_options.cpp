@@ -156,8 +156,14 @@ po::options_description watchdog_options() {
        "the timeout. An NCCL wait aborts its communicator (ncclCommAbort) 0.8 times it after "
        "the rank's last progress (during set-up, 10 times that), naming the missing ranks first")
       ("watchdog.dir", po::value<std::string>()->default_value(""),
-       "folder all ranks can write for per-rank heartbeats and abort.json; "
-       "empty: trainproof-heartbeats/ beside the report");
+       "folder all ranks can read and write for the heartbeats (one file per node) and "
+       "abort.json; empty: trainproof-heartbeats/ beside the report")
+      ("watchdog.publish_s", po::value<double>()->default_value(1.0),
+       "each rank beats into its node's memory; a node's heartbeat file in watchdog.dir is "
+       "rewritten, with all its ranks, at most this often (and at most every thirtieth of "
+       "the timeout): one small write per node per interval on the shared storage, whatever "
+       "the ranks per node. trainproof drill uses 0.05 for drill.external_kill, to see each "
+       "step begin");
   // clang-format on
   return group;
 }

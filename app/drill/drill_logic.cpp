@@ -30,9 +30,7 @@ std::optional<int64_t> last_completed_step(const std::vector<HeartbeatRecord>& h
 }
 
 int heartbeat_ranks(const std::string& dir) {
-  int ranks = 0;
-  while (fs::exists(heartbeat_path(dir, ranks))) ++ranks;
-  return ranks;
+  return Heartbeat::ranks_in(dir);
 }
 
 std::string corrupt_checkpoint(const std::string& folder, const FaultSpec& fault) {

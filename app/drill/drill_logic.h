@@ -19,7 +19,7 @@ namespace tp {
 // S-1. nullopt when no rank had begun a step.
 std::optional<int64_t> last_completed_step(const std::vector<HeartbeatRecord>& heartbeats);
 
-// How many ranks left a heartbeat file in `dir` (the world size of the run that used it).
+// How many ranks left a heartbeat in `dir` (the world size of the run that used it).
 int heartbeat_ranks(const std::string& dir);
 
 // Applies a corrupt fault to the checkpoint in `folder`: rank `fault.rank`'s file (or the shared

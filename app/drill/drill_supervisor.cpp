@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -139,7 +140,13 @@ DrillLaunch DrillSupervisor::launch(const std::string& name, const std::vector<s
   run.name = name;
   run.dir = drill_dir_ + "/" + name;
   fs::create_directories(run.heartbeats());
-  const std::string command = command_for(run, args);
+  std::vector<std::string> words = args;
+  // The supervisor watches for a step to begin on every rank: the nodes' files must follow it.
+  const bool publish_given = std::any_of(args.begin(), args.end(), [](const std::string& w) {
+    return w.rfind("--watchdog.publish_s=", 0) == 0;
+  });
+  if (external && !publish_given) words.push_back("--watchdog.publish_s=0.05");
+  const std::string command = command_for(run, words);
   const std::string shown = redact_text(command);
   write_private_file(run.dir + "/command.txt", shown + "\n");
   std::printf("drill: %s: %s\n", name.c_str(), shown.c_str());

@@ -19,6 +19,7 @@ namespace {
 
 // This rank's reason it cannot compute on a GPU, or "" (and `b` knows the library and devices).
 std::string local_gpu_problem(Backends& b) {
+  if (std::string missing = missing_gpu_driver(); !missing.empty()) return missing;
   const GpuLibrary& lib = load_gpu_library();
   if (!lib.api)
     return "GPU backend library not loaded (" + lib.error +

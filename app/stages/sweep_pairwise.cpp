@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "app/stages/stage_watch.h"
 #include "common/stats.h"
 #include "fabric/pairwise.h"
 #include "fabric/sysfs_topology.h"
@@ -213,6 +214,7 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   // Rounds of large transfers over a slow link take minutes: say where the pass is.
   const auto progress = [&world](size_t done, size_t total) {
     if (world.rank == 0) spdlog::info("pairwise: round {}/{} measured", done, total);
+    stage_beat(int64_t(done));
     stop_point(world.comm);
   };
   const auto first =
@@ -230,9 +232,12 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   if (world.rank == 0 && !second.empty())
     spdlog::info("pairwise: {} flagged node(s) measured again against the best node",
                  second.size());
-  const auto again =
-      gather_transfers(world, measure_rounds(collective, world.comm, second, plan,
-                                             [&world](size_t, size_t) { stop_point(world.comm); }));
+  const auto again = gather_transfers(
+      world,
+      measure_rounds(collective, world.comm, second, plan, [&world, &rounds](size_t done, size_t) {
+        stage_beat(int64_t(rounds.size() + done));
+        stop_point(world.comm);
+      }));
   if (world.rank == 0) record_second_pass(record.rails, again);
   record.counter_reasons = grown_counters(world, counters_before, sysfs_root);
   return record;

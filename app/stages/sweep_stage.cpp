@@ -12,6 +12,7 @@
 #include "app/report/sweep_summary.h"
 #include "app/stages/backend_selection.h"
 #include "app/stages/run_facts.h"
+#include "app/stages/stage_watch.h"
 #include "app/stages/sweep_pairwise.h"
 #include "app/stages/sweep_report.h"
 #include "app/stages/topology_facts.h"
@@ -136,8 +137,10 @@ std::vector<SweepGroupRecord> run_collectives(const SweepConfig& cfg, const Worl
   const SweepGroup sweep_group{collective, group.comm, group.world_ranks};
   // A stop point after every row when one group spans the world: groups side by side would stop
   // at different rows, so a split sweep stops only at the end of its stage.
+  int64_t rows_done = 0;
   const auto on_row = [&](const SweepRow& row) {
     live(row);
+    stage_beat(++rows_done);
     if (!group.split) stop_point(world.comm);
   };
   const std::vector<SweepRow> rows = run_sweep(sweep_group, plan, on_row);
@@ -209,6 +212,8 @@ std::string sweep_backend_problem(const SweepConfig& cfg, int world_size,
 json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfig& train,
                  const World& world) {
   const std::string start_time = utc_timestamp();
+  StageWatch watch(train, inv.options["report"].as<std::string>(), world,
+                   cfg.mode == "pairwise" ? "pairwise" : "sweep");
   Backends backends = select_backends(train, world, nullptr);
   check_backend_runs(cfg, world, *backends.comm);
   check_sweep_memory(cfg, train, world, *backends.comm);
@@ -240,6 +245,7 @@ json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfi
     // own (app/stages/sweep_report.cpp).
     record.context = sweep_context(inv, train, world, start_time, backends, gpus,
                                    kEnoughTimedIterations, topology.nodes);
+  watch.end();
   return world.rank == 0 ? build_sweep_report(record) : json();
 }
 

@@ -2,9 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <random>
 #include <unordered_set>
 #include <utility>
 
@@ -13,6 +18,7 @@
 #include "common/sysinfo.h"
 #include "mpi/check.h"
 #include "train/faults.h"
+#include "train/node_region.h"
 
 namespace tp {
 namespace {
@@ -69,7 +75,58 @@ std::string usage_problem(Check check) {
   return "";
 }
 
+// A name no other job on these nodes uses: rank 0's pid and clock, and a random word.
+std::string job_token() {
+  std::random_device random;
+  char token[64];
+  std::snprintf(
+      token, sizeof token, "%d-%llx-%08x", int(::getpid()),
+      static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count()),
+      unsigned(random()));
+  return token;
+}
+
+// This rank's place among its node's heartbeats (train/node_region.h): the node's first rank
+// makes the node-local region, the others map it, and the first unlinks its name once every rank
+// of the node has mapped it. A rank that cannot share it publishes a file of its own. Collective.
+NodePlace node_place(const World& world) {
+  const std::string token = broadcast_from_root(world, world.rank == 0 ? job_token() : "");
+  const int first =
+      int(std::find(world.host_of_rank.begin(), world.host_of_rank.end(), world.host) -
+          world.host_of_rank.begin());
+  const int slots = world.ranks_on(world.host);
+  const std::string path =
+      node_memory_folder() + "/trainproof-beats-" + token + "-" + std::to_string(first);
+  NodePlace place;
+  place.slot = world.index_on_host();
+  place.node_first_rank = first;
+  place.first_on_node = place.slot == 0;
+  if (place.first_on_node) {
+    try {
+      place.region = NodeRegion::create(path, slots);
+    } catch (const RuntimeError& e) {
+      spdlog::warn("host {}: {}; each rank publishes its own heartbeat file", world.host, e.what());
+    }
+  }
+  mpiCheck(MPI_Barrier(world.comm));
+  if (!place.first_on_node) place.region = NodeRegion::attach(path, slots);
+  mpiCheck(MPI_Barrier(world.comm));
+  if (place.first_on_node) ::unlink(path.c_str());
+  if (!place.region) place = NodePlace{NodeRegion::private_region(1), 0, world.rank, true};
+  return place;
+}
+
 }  // namespace
+
+HeartbeatCleanup::~HeartbeatCleanup() {
+  heartbeat_.finish();
+  if (world_.rank == 0) heartbeat_.remove_folder(made_by_this_run_);
+}
+
+void HeartbeatCleanup::at_end() {
+  heartbeat_.finish();
+  mpiCheck(MPI_Barrier(world_.comm));
+}
 
 void check_batch_covers_world(const TrainConfig& cfg, const World& world) {
   if (cfg.model.global_batch < world.size)
@@ -86,14 +143,20 @@ std::unique_ptr<Heartbeat> prepare_outputs(const TrainConfig& cfg, const std::st
   });
   agree_or_throw<UsageError>(world, problem);
   std::unique_ptr<Heartbeat> heartbeat;
+  NodePlace place = node_place(world);
+  place.publish_every_s = cfg.watchdog_publish_s;
+  const bool publishes_first = place.first_on_node;
   problem = usage_problem([&] {
     heartbeat = std::make_unique<Heartbeat>(
         cfg.watchdog_dir.empty()
             ? (fs::absolute(report_path).parent_path() / "trainproof-heartbeats").string()
             : cfg.watchdog_dir,
-        world.rank, world.host);
+        world.rank, world.host, std::move(place));
   });
   agree_or_throw<UsageError>(world, problem);
+  // Every rank of the node has beaten once: its file holds them all from here on.
+  mpiCheck(MPI_Barrier(world.comm));
+  if (publishes_first) heartbeat->publish_now();
   return heartbeat;
 }
 

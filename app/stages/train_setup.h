@@ -23,6 +23,24 @@ namespace tp {
 std::unique_ptr<Heartbeat> prepare_outputs(const TrainConfig& config,
                                            const std::string& report_path, const World& world);
 
+// Leaves no heartbeats behind when the job ends cleanly: at its end, or at an error every rank
+// agreed on. A job that aborts keeps them as evidence (the watchdog's abort.json, a drill's).
+class HeartbeatCleanup {
+ public:
+  HeartbeatCleanup(Heartbeat& heartbeat, const World& world, bool made_by_this_run)
+      : heartbeat_(heartbeat), world_(world), made_by_this_run_(made_by_this_run) {}
+  ~HeartbeatCleanup();
+  HeartbeatCleanup(const HeartbeatCleanup&) = delete;
+  HeartbeatCleanup& operator=(const HeartbeatCleanup&) = delete;
+  // At the end of a run every rank removes its own files before rank 0 removes the folder.
+  void at_end();
+
+ private:
+  Heartbeat& heartbeat_;
+  const World& world_;
+  bool made_by_this_run_;
+};
+
 // After set-up, the first rank of each node reads the heartbeat of the next node's first rank, in
 // a ring over the nodes (after a barrier, retrying for up to `retry_s`): one read per node across
 // the job, and nodes that see different folders meet at some link of the ring. A heartbeat

@@ -204,28 +204,6 @@ json build_run_report(const Invocation& inv, const TrainConfig& cfg, const World
   return build_report(record);
 }
 
-// Leaves no heartbeats behind when the job ends cleanly: at its end, or at an error every rank
-// agreed on. A job that aborts keeps them as evidence (the watchdog's abort.json, a drill's).
-class HeartbeatCleanup {
- public:
-  HeartbeatCleanup(Heartbeat& heartbeat, const World& world, bool made_by_this_run)
-      : heartbeat_(heartbeat), world_(world), made_by_this_run_(made_by_this_run) {}
-  ~HeartbeatCleanup() {
-    heartbeat_.finish();
-    if (world_.rank == 0) heartbeat_.remove_folder(made_by_this_run_);
-  }
-  // At the end of a run every rank removes its own files before rank 0 removes the folder.
-  void at_end() {
-    heartbeat_.finish();
-    mpiCheck(MPI_Barrier(world_.comm));
-  }
-
- private:
-  Heartbeat& heartbeat_;
-  const World& world_;
-  bool made_by_this_run_;
-};
-
 }  // namespace
 
 TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& world, JobClock& job) {
@@ -239,7 +217,8 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   job.mark(kDatasetOpen);
   resolve_faults(cfg, world);
   // Every backend is watched: a rank that stops moving is named from the heartbeats.
-  Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps);
+  Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps,
+                    cfg.watchdog_publish_s);
   check_batch_covers_world(cfg, world);
   // Each long set-up step starts the watchdog's count, and the collective's, afresh.
   heartbeat->beat(0, "start");

@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/stages/train_setup.h"
+#include "common/errors.h"
 #include "train/culprits.h"
 #include "train/heartbeat.h"
+#include "train/node_region.h"
 #include "train/watchdog.h"
 
 namespace {
@@ -192,7 +194,104 @@ TEST(Heartbeat, ANamedFolderKeepsTheProgressAndAnAbortKeepsEverything) {
   a0.finish();
   a0.remove_folder(true);
   EXPECT_TRUE(std::filesystem::exists(aborted + "/abort.json"));
-  EXPECT_TRUE(std::filesystem::exists(tp::heartbeat_path(aborted, 1)));
+  EXPECT_TRUE(std::filesystem::exists(tp::node_beats_path(aborted, 1)));
+}
+
+// Two ranks of one node, sharing the node's memory as prepare_outputs sets them up.
+struct OneNode {
+  explicit OneNode(const std::string& dir, double publish_every_s = 0.0) {
+    const std::string memory = ::testing::TempDir() + "hb-node-memory";
+    std::filesystem::remove(memory);
+    auto made = tp::NodeRegion::create(memory, 2);
+    auto mapped = tp::NodeRegion::attach(memory, 2);
+    std::filesystem::remove(memory);  // as the node's first rank does once all have mapped it
+    first = std::make_unique<tp::Heartbeat>(dir, 0, "node-a",
+                                            tp::NodePlace{made, 0, 0, true, publish_every_s});
+    second = std::make_unique<tp::Heartbeat>(dir, 1, "node-a",
+                                             tp::NodePlace{mapped, 1, 0, false, publish_every_s});
+  }
+  std::unique_ptr<tp::Heartbeat> first, second;
+};
+
+int files_starting(const std::string& dir, const std::string& prefix) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    n += entry.path().filename().string().rfind(prefix, 0) == 0;
+  return n;
+}
+
+// The folder holds one heartbeat file per node, whatever the ranks per node.
+TEST(Heartbeat, TheRanksOfANodeShareOneFile) {
+  const std::string dir = fresh_dir("hb-node");
+  OneNode node(dir);
+  node.first->beat(3, "comm");
+  node.second->beat(3, "compute");
+  EXPECT_EQ(files_starting(dir, "beats-"), 1);
+  const auto all = tp::Heartbeat::read_all(dir, 2);
+  EXPECT_EQ(all[0].phase, "comm");
+  EXPECT_EQ(all[1].phase, "compute");
+  EXPECT_EQ(all[1].host, "node-a");
+  EXPECT_EQ(tp::Heartbeat::ranks_in(dir), 2);
+}
+
+// Rank 1 stopped: its slot stops counting while rank 0 goes on publishing the node. It is named,
+// and only it.
+TEST(Heartbeat, ARankStoppedOnANodeIsNamedThroughItsNodesFile) {
+  const std::string dir = fresh_dir("hb-node-stopped");
+  OneNode node(dir);
+  node.first->beat(5, "comm");
+  node.second->beat(5, "comm");
+  node.first->tick();
+  node.second->tick();
+  const auto first = tp::Heartbeat::read_all(dir, 2);
+  node.first->tick();
+  const tp::Verdict verdict = tp::name_culprits(first, tp::Heartbeat::read_all(dir, 2));
+  ASSERT_EQ(verdict.culprits.size(), 1u);
+  EXPECT_EQ(verdict.culprits[0].last.rank, 1);
+  EXPECT_EQ(verdict.culprits[0].why, tp::Culprit::Why::stopped);
+}
+
+// Beats and ticks between two publishes touch memory only: the file changes once per interval.
+TEST(Heartbeat, TheNodesFileIsRewrittenAtMostOncePerInterval) {
+  const std::string dir = fresh_dir("hb-node-bounded");
+  OneNode node(dir, 3600.0);
+  EXPECT_FALSE(tp::Heartbeat::read_all(dir, 2)[1].present) << "not yet published";
+  node.first->publish_now();
+  for (int i = 0; i < 50; ++i) {
+    node.first->tick();
+    node.second->beat(i, "data");
+  }
+  auto all = tp::Heartbeat::read_all(dir, 2);
+  EXPECT_EQ(all[0].liveness, -1) << "fifty ticks, no publish";
+  EXPECT_EQ(all[1].step, 0);
+  node.second->set_publish_interval(0.0);
+  node.second->tick();
+  all = tp::Heartbeat::read_all(dir, 2);
+  EXPECT_EQ(all[0].liveness, 50);
+  EXPECT_EQ(all[1].step, 49);
+  EXPECT_EQ(all[1].phase, "data");
+}
+
+// The node's file goes with the last of its ranks to finish, not the first.
+TEST(Heartbeat, TheLastRankOfANodeToFinishRemovesItsFile) {
+  const std::string dir = fresh_dir("hb-node-finish");
+  OneNode node(dir);
+  node.first->finish();
+  EXPECT_TRUE(std::filesystem::exists(tp::node_beats_path(dir, 0)));
+  node.second->tick();  // still running: it publishes its node
+  node.second->finish();
+  EXPECT_FALSE(std::filesystem::exists(tp::node_beats_path(dir, 0)));
+}
+
+// A rank that cannot map its node's memory gets no region and publishes a file of its own.
+TEST(Heartbeat, ANodeRegionThatCannotBeMappedIsNone) {
+  const std::string memory = ::testing::TempDir() + "hb-node-foreign";
+  std::filesystem::remove(memory);
+  EXPECT_EQ(tp::NodeRegion::attach(memory, 2), nullptr);
+  auto made = tp::NodeRegion::create(memory, 2);
+  EXPECT_EQ(tp::NodeRegion::attach(memory, 3), nullptr) << "another layout";
+  EXPECT_THROW(tp::NodeRegion::create(memory, 2), tp::RuntimeError) << "never another job's";
+  std::filesystem::remove(memory);
 }
 
 }  // namespace

@@ -207,7 +207,7 @@ TEST_F(Watchdog, TheRunMayEndBeforeItsWatchdogDoes) {
     me.finish();
     std::this_thread::sleep_for(120ms);
   }
-  EXPECT_FALSE(std::filesystem::exists(tp::heartbeat_path(dir, 0)));
+  EXPECT_FALSE(std::filesystem::exists(tp::node_beats_path(dir, 0)));
 }
 
 // Steps that keep moving, each far shorter than the timeout: the watchdog never fires.
