@@ -47,6 +47,10 @@ void set_stop_deadline(std::chrono::steady_clock::time_point deadline) {
   has_deadline = true;
 }
 
+void clear_stop_deadline() {
+  has_deadline = false;
+}
+
 int local_stop() {
   if (has_deadline && std::chrono::steady_clock::now() >= stop_deadline) return kStopBudget;
   return received;

@@ -22,6 +22,8 @@ const char* signal_name(int signal);
 
 // From `deadline` on, local_stop() says kStopBudget.
 void set_stop_deadline(std::chrono::steady_clock::time_point deadline);
+// No deadline from here on (signals still stop).
+void clear_stop_deadline();
 // 0, the signal received, or kStopBudget past the deadline.
 int local_stop();
 // Whether a stop can be asked for at all (handlers installed or a deadline set): stop points that

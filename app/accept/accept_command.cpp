@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "app/accept/accept_config.h"
 #include "app/accept/accept_inputs.h"
@@ -53,7 +54,16 @@ struct AcceptRun {
   std::optional<TrainStage> trained;
   AcceptStop stop;  // a signal or the time budget (app/accept/accept_progress.h)
   JobClock job = JobClock::since_process_start();
+  std::optional<std::chrono::steady_clock::time_point> budget_end;  // accept.time_budget_s
+  std::string deadline_of;  // the stage whose own deadline is the one armed now, or ""
 };
+
+// A stop as the report records it: a budget stop names the stage deadline that was armed.
+AcceptStop stop_of(int stop, const std::string& stage, bool in_stage, const AcceptRun& run) {
+  AcceptStop s{stop, stage, in_stage, ""};
+  if (stop == kStopBudget) s.deadline_of = run.deadline_of;
+  return s;
+}
 
 // The report sections a train or sweep report contributes (its context, verdict and checks are
 // the accept report's own).
@@ -112,7 +122,7 @@ StageAttempt run_train(const AcceptInputs& in, const World& world, AcceptRun& ru
   TrainConfig cfg = in.train;
   cfg.preflight_topology = cfg.preflight_topology && !in.accept.runs("preflight");
   run.trained = train_stage(in.inv, cfg, world, run.job);
-  if (run.trained->preempted) run.stop = {stop_agreed(), "train", true};
+  if (run.trained->preempted) run.stop = stop_of(stop_agreed(), "train", true, run);
   if (world.rank != 0) return {"train", 1, {}, {}};
   const json& report = run.trained->report;
   run.context = report["context"];  // the richest: training's backends, GPUs and warnings
@@ -148,7 +158,7 @@ StageAttempt attempt_stage(const std::string& stage, const AcceptInputs& in, con
   } catch (const StageStopped& stopped) {
     run.job.mark(stage);
     a.stage = stage;
-    run.stop = {stopped.stop(), stage, true};
+    run.stop = stop_of(stopped.stop(), stage, true, run);
   }
   a.stopped = run.stop.in_stage && run.stop.stage == stage;
   if (a.stopped && world.rank == 0) {
@@ -195,13 +205,37 @@ json context_of(const AcceptRun& run, const AcceptInputs& in) {
   return context;
 }
 
+std::chrono::steady_clock::time_point seconds_from_now(double seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::chrono::duration<double>(seconds));
+}
+
 // From here on SIGTERM and SIGUSR1 stop the run at its next stop point, and so does the budget.
-void arm_stops(const AcceptConfig& accept) {
+void arm_stops(const AcceptConfig& accept, AcceptRun& run) {
   install_preemption_handlers();
-  if (accept.time_budget_s > 0)
-    set_stop_deadline(std::chrono::steady_clock::now() +
-                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                          std::chrono::duration<double>(accept.time_budget_s)));
+  if (accept.time_budget_s > 0) {
+    run.budget_end = seconds_from_now(accept.time_budget_s);
+    set_stop_deadline(*run.budget_end);
+  }
+}
+
+// As `stage` starts: its own deadline (accept.stage_time_s) when that comes before the budget's
+// end, else the budget's. Either stops the stage at its next stop point.
+void arm_stage_deadline(const AcceptConfig& accept, const std::string& stage, AcceptRun& run) {
+  std::optional<std::chrono::steady_clock::time_point> deadline = run.budget_end;
+  run.deadline_of.clear();
+  if (const auto own = accept.stage_time_s.find(stage); own != accept.stage_time_s.end()) {
+    const auto stage_end = seconds_from_now(own->second);
+    if (!deadline || stage_end < *deadline) {
+      deadline = stage_end;
+      run.deadline_of = stage;
+    }
+  }
+  if (deadline)
+    set_stop_deadline(*deadline);
+  else
+    clear_stop_deadline();
 }
 
 // Every selected stage in order, each starting only when no stop was asked for; rank 0 writes the
@@ -210,9 +244,10 @@ void run_stages(const AcceptInputs& in, const std::string& report_path, const Wo
                 AcceptRun& run) {
   for (const std::string& stage : in.accept.stages) {
     if (const int stop = agreed_stop(world.comm); stop != 0) {
-      run.stop = {stop, stage, false};
+      run.stop = stop_of(stop, stage, false, run);
       break;
     }
+    arm_stage_deadline(in.accept, stage, run);
     if (world.rank == 0)
       write_partial_report(
           report_path,
@@ -226,14 +261,14 @@ void run_stages(const AcceptInputs& in, const std::string& report_path, const Wo
   // A signal during the last stage, which finished: the run was still asked to stop.
   if (const int stop = agreed_stop(world.comm);
       run.stop.stop == 0 && stop != 0 && stop != kStopBudget)
-    run.stop = {stop, in.accept.stages.back(), false};
+    run.stop = stop_of(stop, in.accept.stages.back(), false, run);
 }
 
 int accept_on_world(AcceptInputs in, const World& world) {
   resolve_global_batch(in.train, world.size);
   AcceptRun run;
   run.job.mark(kLaunch);
-  arm_stops(in.accept);
+  arm_stops(in.accept, run);
   const std::string report_path = in.inv.options["report"].as<std::string>();
   agree_report_path_writable(report_path, world);
   in.train.checkpoint_lock = check_accept_inputs(in.train, in.sweep, in.accept, report_path, world);
@@ -247,9 +282,9 @@ int accept_on_world(AcceptInputs in, const World& world) {
   if (world.rank == 0) {
     add_sections(run.partial, job_sections);
     job_sections["cost"] = cost_json(in.rates, cost_inputs_from(run.partial));
-    report = accept_report(
-        in.accept, run.attempts, job_sections, context_of(run, in), in.baseline.golden,
-        incomplete_reason(in.accept, run.attempts, run.stop, in.accept.time_budget_s));
+    report =
+        accept_report(in.accept, run.attempts, job_sections, context_of(run, in),
+                      in.baseline.golden, incomplete_reason(in.accept, run.attempts, run.stop));
   }
   const bool signalled = run.stop.stop != 0 && run.stop.stop != kStopBudget;
   const int code = publish_report(in.inv, report, world, signalled);

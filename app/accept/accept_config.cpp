@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "app/cli/option_values.h"
@@ -63,6 +64,33 @@ std::vector<std::string> stages_from(const std::string& text) {
       throw UsageError("accept.stages: unknown stage '" + stage +
                        "' (known: preflight, sweep, pairwise, train, restore, or all)");
   return stages;
+}
+
+// "pairwise=1800,train=900": each a selected stage, once, with a number of seconds above 0.
+std::map<std::string, double> stage_times_from(const std::string& text,
+                                               const std::vector<std::string>& selected) {
+  std::map<std::string, double> times;
+  for (const std::string& entry : split_list(text)) {
+    const size_t eq = entry.find('=');
+    const std::string stage = entry.substr(0, eq);
+    const std::string prefix = "accept.stage_time_s: '" + entry + "': ";
+    if (eq == std::string::npos)
+      throw UsageError(prefix + "expected STAGE=SECONDS, e.g. pairwise=1800");
+    if (std::find(kAcceptStages.begin(), kAcceptStages.end(), stage) == kAcceptStages.end())
+      throw UsageError(prefix +
+                       "unknown stage (known: preflight, sweep, pairwise, train, "
+                       "restore)");
+    if (std::find(selected.begin(), selected.end(), stage) == selected.end())
+      throw UsageError(prefix + "stage " + stage + " is not in accept.stages");
+    const std::string number = entry.substr(eq + 1);
+    char* end = nullptr;
+    const double seconds = std::strtod(number.c_str(), &end);
+    if (number.empty() || *end != '\0' || !(seconds > 0) || seconds > 1e7)
+      throw UsageError(prefix + "seconds must be a number above 0 and at most 1e7");
+    if (!times.emplace(stage, seconds).second)
+      throw UsageError(prefix + "stage " + stage + " is given twice");
+  }
+  return times;
 }
 
 // "--gate.min_au on the command line", "gate.min_au in gate.file F", "the default gate.min_au".
@@ -166,6 +194,7 @@ AcceptConfig accept_config_from(const po::variables_map& vm,
   c.baseline = vm["baseline"].as<std::string>();
   c.tolerance = in_range(vm, "tolerance", 0.0, 1.0, true);
   c.time_budget_s = in_range(vm, "accept.time_budget_s", 0.0, 1e7, false);
+  c.stage_time_s = stage_times_from(vm["accept.stage_time_s"].as<std::string>(), c.stages);
   read_thresholds(vm, sources, train, c);
   check_restore_stage(c, train);
   return c;

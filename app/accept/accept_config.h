@@ -34,6 +34,8 @@ struct AcceptConfig {
   std::string baseline;       // --baseline FILE, or empty
   double tolerance = 0.9;
   double time_budget_s = 0;  // 0: none
+  // accept.stage_time_s: a stage's own deadline in seconds, counted from its start.
+  std::map<std::string, double> stage_time_s;
   bool runs(const std::string& stage) const;
 };
 

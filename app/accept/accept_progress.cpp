@@ -30,10 +30,14 @@ std::string joined(const std::vector<std::string>& words) {
   return text;
 }
 
-std::string what_stopped(int stop, double time_budget_s) {
-  if (stop != kStopBudget) return std::string(signal_name(stop)) + " received";
+std::string what_stopped(const AcceptStop& stop, const AcceptConfig& config) {
+  if (stop.stop != kStopBudget) return std::string(signal_name(stop.stop)) + " received";
   std::ostringstream text;
-  text << "the time budget (accept.time_budget_s=" << time_budget_s << ") ran out";
+  if (const auto own = config.stage_time_s.find(stop.deadline_of); own != config.stage_time_s.end())
+    text << "stage " << own->first << "'s deadline (accept.stage_time_s " << own->first << "="
+         << own->second << ") ran out";
+  else
+    text << "the time budget (accept.time_budget_s=" << config.time_budget_s << ") ran out";
   return text.str();
 }
 
@@ -48,7 +52,7 @@ std::string partial_report_path(const std::string& report_path) {
 }
 
 std::string incomplete_reason(const AcceptConfig& config, const std::vector<StageAttempt>& attempts,
-                              const AcceptStop& stop, double time_budget_s) {
+                              const AcceptStop& stop) {
   const std::vector<std::string> missing = stages_not_completed(config, attempts);
   // A budget that runs out once every stage is done cut nothing short; a signal asked to stop.
   if (missing.empty() && (stop.stop == 0 || stop.stop == kStopBudget)) return "";
@@ -56,13 +60,13 @@ std::string incomplete_reason(const AcceptConfig& config, const std::vector<Stag
   if (stop.stop == 0)
     reason = "the run ended before it completed every selected stage";
   else if (stop.in_stage)
-    reason = what_stopped(stop.stop, time_budget_s) + " during stage " + stop.stage +
+    reason = what_stopped(stop, config) + " during stage " + stop.stage +
              ": every rank stopped at its next stop point";
   else if (missing.empty())
-    reason = what_stopped(stop.stop, time_budget_s) + " during stage " + stop.stage +
+    reason = what_stopped(stop, config) + " during stage " + stop.stage +
              ", which finished: a run asked to stop is not judged as one left alone";
   else
-    reason = what_stopped(stop.stop, time_budget_s) + " before stage " + stop.stage + " started";
+    reason = what_stopped(stop, config) + " before stage " + stop.stage + " started";
   if (!missing.empty()) reason += "; not completed: " + joined(missing);
   return reason;
 }

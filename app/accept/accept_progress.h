@@ -16,6 +16,9 @@ struct AcceptStop {
   int stop = 0;           // 0, a signal number, or kStopBudget (train/preemption.h)
   std::string stage;      // the stage it stopped in, or the one it did not start
   bool in_stage = false;  // it cut that stage short (false: between stages, or after the last)
+  // With kStopBudget: the stage whose own deadline (accept.stage_time_s) ran out; "" when it
+  // was the run's time budget.
+  std::string deadline_of;
 };
 
 // `run.json` -> `run.partial.json`; a path without `.json` gets `.partial.json` added.
@@ -25,7 +28,7 @@ std::string partial_report_path(const std::string& report_path);
 // the stop, the stage and the stages not run. A signal that arrives during the last stage still
 // makes the run incomplete: it was asked to stop, and its verdict is not that of a run left alone.
 std::string incomplete_reason(const AcceptConfig& config, const std::vector<StageAttempt>& attempts,
-                              const AcceptStop& stop, double time_budget_s);
+                              const AcceptStop& stop);
 
 // Rank 0: the report so far, written atomically beside the final one as `stage` starts. Its
 // verdict is INCOMPLETE and `accept.partial` names the running stage: whatever ends the run from

@@ -308,6 +308,11 @@ po::options_description accept_options() {
        "stops at its next stop point (a row of the sweep, a round of the pairwise pass, a "
        "training step), no further stage starts, and the report says the budget ran out "
        "(verdict INCOMPLETE, exit 1). 0: no budget")
+      ("accept.stage_time_s", po::value<std::string>()->default_value(""),
+       "STAGE=SECONDS[,STAGE=SECONDS...], e.g. pairwise=1800,train=900: a stage's own "
+       "deadline, counted from its start. Past it (or past the time budget, whichever comes "
+       "first) the stage stops at its next stop point, as it does when the budget runs out, and "
+       "the report names the stage's deadline. Empty: the stages share the budget")
       ("baseline", po::value<std::string>()->default_value("")->value_name("FILE"),
        "accept, train, sweep: a golden report of the same work; every metric of report compare "
        "becomes a gate check (baseline_*) that fails below --tolerance of the golden value");

@@ -1,7 +1,7 @@
 """trainproof accept stopped in each stage (docs/acceptance.md, "Signals, the time budget and
 partial reports"): SIGTERM or SIGUSR1 to every rank stops the running stage at its next stop point
 and the run ends with exit 4 and an INCOMPLETE report naming the stage and the stages not run;
-an exhausted accept.time_budget_s does the same with exit 1; a rank killed with SIGKILL leaves
+an exhausted accept.time_budget_s, or a stage's own accept.stage_time_s, does the same with exit 1; a rank killed with SIGKILL leaves
 the partial report written as its stage started. A preempted run never reports PASS."""
 import json
 import os
@@ -34,8 +34,9 @@ class StoppedInEachStage(unittest.TestCase):
         self.report = os.path.join(self.tmp.name, "run.json")
         self.partial = os.path.join(self.tmp.name, "run.partial.json")
 
-    def accept_until(self, marker, send, *args, ranks=2):
-        """Runs accept, and when `marker` appears in its output calls send(rank pids)."""
+    def accept_until(self, marker, send, *args, ranks=2, to_launcher=False):
+        """Runs accept, and when `marker` appears in its output calls send(rank pids), or
+        send([the launcher's pid]) with `to_launcher`."""
         cmd = accept_command(self.report, os.path.join(self.tmp.name, "ckpt"), *args, ranks=ranks)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         seen = []
@@ -43,7 +44,7 @@ class StoppedInEachStage(unittest.TestCase):
         for line in proc.stdout:
             seen.append(line)
             if marker in line:
-                send(rank_pids(proc))
+                send([proc.pid] if to_launcher else rank_pids(proc))
                 break
             self.assertLess(time.monotonic(), deadline, "".join(seen))
         rest, _ = proc.communicate(timeout=240)
@@ -100,6 +101,37 @@ class StoppedInEachStage(unittest.TestCase):
         code, text = self.accept_until("accept: stage sweep", lambda pids: None, *LONG_SWEEP,
                                        "--accept.time_budget_s=4")
         self.assert_stopped(code, text, "sweep", "accept.time_budget_s=4", exit_code=1)
+
+    def test_a_stage_past_its_own_deadline(self):
+        # The sweep gets 3 s of its own within a budget of an hour: its deadline is named, and no
+        # later stage starts.
+        code, text = self.accept_until("accept: stage sweep", lambda pids: None, *LONG_SWEEP,
+                                       "--accept.time_budget_s=3600",
+                                       "--accept.stage_time_s=sweep=3")
+        report = self.assert_stopped(code, text, "sweep", "stage sweep's deadline "
+                                     "(accept.stage_time_s sweep=3) ran out", exit_code=1)
+        self.assertEqual([a["stage"] for a in report["accept"]["attempts"]],
+                         ["preflight", "sweep"])
+
+    def test_sigusr1_to_mpirun_reaches_every_rank(self):
+        # mpirun passes SIGUSR1 on to the ranks and leaves them running: they stop at the next
+        # row, and the job ends with the report and exit 4.
+        code, text = self.accept_until("accept: stage sweep", self.signal_all(signal.SIGUSR1),
+                                       *LONG_SWEEP, to_launcher=True)
+        report = self.assert_stopped(code, text, "sweep", "SIGUSR1 received")
+        self.assertEqual(report["accept"]["attempts"][-1]["stopped"], True)
+
+    def test_sigterm_to_mpirun_is_never_pass(self):
+        # mpirun passes SIGTERM on, then kills the ranks a second later
+        # (odls_base_sigkill_timeout): the final report if they made it, else the partial one.
+        code, text = self.accept_until("accept: stage sweep", self.signal_all(signal.SIGTERM),
+                                       *LONG_SWEEP, to_launcher=True)
+        self.assertNotEqual(code, 0, text)
+        for path in (self.report, self.partial):
+            if os.path.exists(path):
+                with open(path) as f:
+                    self.assertEqual(json.load(f)["verdict"], "INCOMPLETE", text)
+        self.assertTrue(os.path.exists(self.report) or os.path.exists(self.partial), text)
 
     def test_a_rank_killed_leaves_the_partial_report_of_its_stage(self):
         def kill_one(pids):

@@ -97,6 +97,26 @@ std::vector<std::string> with_checkpoints(std::vector<std::string> args) {
   return args;
 }
 
+TEST(AcceptConfig, EachStageMayHaveADeadlineOfItsOwn) {
+  const tp::AcceptConfig c =
+      accept({"--accept.stages=sweep,pairwise", "--accept.stage_time_s=pairwise=1800,sweep=0.5"});
+  EXPECT_EQ(c.stage_time_s, (std::map<std::string, double>{{"pairwise", 1800}, {"sweep", 0.5}}));
+  EXPECT_TRUE(accept({"--accept.stages=sweep"}).stage_time_s.empty());
+  EXPECT_EQ(refusal({"--accept.stages=sweep", "--accept.stage_time_s=sweep"}),
+            "accept.stage_time_s: 'sweep': expected STAGE=SECONDS, e.g. pairwise=1800");
+  EXPECT_EQ(refusal({"--accept.stages=sweep", "--accept.stage_time_s=swep=5"}),
+            "accept.stage_time_s: 'swep=5': unknown stage (known: preflight, sweep, pairwise, "
+            "train, restore)");
+  EXPECT_EQ(refusal({"--accept.stages=sweep", "--accept.stage_time_s=pairwise=5"}),
+            "accept.stage_time_s: 'pairwise=5': stage pairwise is not in accept.stages");
+  for (const char* bad : {"sweep=0", "sweep=-1", "sweep=", "sweep=5s", "sweep=nan", "sweep=1e8"})
+    EXPECT_EQ(refusal({"--accept.stages=sweep", std::string("--accept.stage_time_s=") + bad}),
+              std::string("accept.stage_time_s: '") + bad +
+                  "': seconds must be a number above 0 and at most 1e7");
+  EXPECT_EQ(refusal({"--accept.stages=sweep", "--accept.stage_time_s=sweep=1,sweep=2"}),
+            "accept.stage_time_s: 'sweep=2': stage sweep is given twice");
+}
+
 TEST(AcceptConfig, AllRunsEveryStageInOrder) {
   const tp::AcceptConfig c = accept(with_checkpoints({}));
   EXPECT_EQ(c.stages, tp::kAcceptStages);

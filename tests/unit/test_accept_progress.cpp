@@ -40,6 +40,13 @@ StageAttempt stopped(const std::string& stage) {
   return a;
 }
 
+// The gate's defaults, with accept.time_budget_s of `seconds`.
+tp::AcceptConfig budget(double seconds) {
+  tp::AcceptConfig config = tp::test::gated({});
+  config.time_budget_s = seconds;
+  return config;
+}
+
 TEST(AcceptProgress, ThePartialReportLiesBesideTheFinalOne) {
   EXPECT_EQ(tp::partial_report_path("out/run.json"), "out/run.partial.json");
   EXPECT_EQ(tp::partial_report_path("run"), "run.partial.json");
@@ -47,46 +54,58 @@ TEST(AcceptProgress, ThePartialReportLiesBesideTheFinalOne) {
 }
 
 TEST(AcceptProgress, ARunThatCompletedEveryStageIsComplete) {
-  const tp::AcceptConfig config = tp::test::gated({});
   const std::vector<StageAttempt> all = every_stage_completed();
-  EXPECT_EQ(tp::incomplete_reason(config, all, {}, 0), "");
+  EXPECT_EQ(tp::incomplete_reason(budget(0), all, {}), "");
   // The budget running out after the last stage changes nothing: every stage completed.
-  EXPECT_EQ(tp::incomplete_reason(config, all, {tp::kStopBudget, "restore", false}, 60), "");
+  EXPECT_EQ(tp::incomplete_reason(budget(60), all, {tp::kStopBudget, "restore", false, ""}), "");
 }
 
 TEST(AcceptProgress, AStopInAStageNamesItAndEveryStageNotCompleted) {
-  const tp::AcceptConfig config = tp::test::gated({});
   const std::vector<StageAttempt> attempts = {completed("preflight"), stopped("sweep")};
-  EXPECT_EQ(tp::incomplete_reason(config, attempts, {SIGTERM, "sweep", true}, 0),
+  EXPECT_EQ(tp::incomplete_reason(budget(0), attempts, {SIGTERM, "sweep", true, ""}),
             "SIGTERM received during stage sweep: every rank stopped at its next stop point; "
             "not completed: sweep, pairwise, train, restore");
-  EXPECT_EQ(tp::incomplete_reason(config, attempts, {tp::kStopBudget, "sweep", true}, 90),
+  EXPECT_EQ(tp::incomplete_reason(budget(90), attempts, {tp::kStopBudget, "sweep", true, ""}),
             "the time budget (accept.time_budget_s=90) ran out during stage sweep: every rank "
             "stopped at its next stop point; not completed: sweep, pairwise, train, restore");
 }
 
 TEST(AcceptProgress, ARetryCutShortLeavesItsStageIncompleteWhateverTheFirstAttemptDid) {
-  const tp::AcceptConfig config = tp::test::gated({});
   std::vector<StageAttempt> attempts = every_stage_completed();
   attempts.push_back(stopped("restore"));  // the retry of a restore that failed
-  EXPECT_EQ(tp::incomplete_reason(config, attempts, {tp::kStopBudget, "restore", true}, 60),
+  EXPECT_EQ(tp::incomplete_reason(budget(60), attempts, {tp::kStopBudget, "restore", true, ""}),
             "the time budget (accept.time_budget_s=60) ran out during stage restore: every rank "
             "stopped at its next stop point; not completed: restore");
 }
 
 TEST(AcceptProgress, ABudgetSpentBetweenStagesNamesTheStageNotStarted) {
-  const tp::AcceptConfig config = tp::test::gated({});
   const std::vector<StageAttempt> attempts = {completed("preflight"), completed("sweep"),
                                               completed("pairwise")};
-  EXPECT_EQ(tp::incomplete_reason(config, attempts, {tp::kStopBudget, "train", false}, 600),
+  EXPECT_EQ(tp::incomplete_reason(budget(600), attempts, {tp::kStopBudget, "train", false, ""}),
             "the time budget (accept.time_budget_s=600) ran out before stage train started; "
             "not completed: train, restore");
 }
 
+// A stage's own deadline (accept.stage_time_s) is named as such, not as the run's budget.
+TEST(AcceptProgress, AStagesOwnDeadlineIsNamed) {
+  tp::AcceptConfig config = budget(3600);
+  config.stage_time_s = {{"pairwise", 1800}};
+  const std::vector<StageAttempt> attempts = {completed("preflight"), completed("sweep"),
+                                              stopped("pairwise")};
+  AcceptStop stop{tp::kStopBudget, "pairwise", true, "pairwise"};
+  EXPECT_EQ(tp::incomplete_reason(config, attempts, stop),
+            "stage pairwise's deadline (accept.stage_time_s pairwise=1800) ran out during stage "
+            "pairwise: every rank stopped at its next stop point; not completed: pairwise, train, "
+            "restore");
+  stop.deadline_of = "";
+  EXPECT_NE(tp::incomplete_reason(config, attempts, stop)
+                .find("the time budget (accept.time_budget_s=3600) ran out during stage pairwise"),
+            std::string::npos);
+}
+
 TEST(AcceptProgress, ASignalDuringTheLastStageStillMakesTheRunIncomplete) {
-  const tp::AcceptConfig config = tp::test::gated({});
   const std::vector<StageAttempt> all = every_stage_completed();
-  EXPECT_EQ(tp::incomplete_reason(config, all, {SIGUSR1, "restore", false}, 0),
+  EXPECT_EQ(tp::incomplete_reason(budget(0), all, {SIGUSR1, "restore", false, ""}),
             "SIGUSR1 received during stage restore, which finished: a run asked to stop is not "
             "judged as one left alone");
 }
