@@ -10,6 +10,7 @@
 #include "app/cli/mpi_command.h"
 #include "app/cli/option_values.h"
 #include "app/judge/baseline.h"
+#include "app/judge/gate_judge.h"
 #include "app/report/gate.h"
 #include "app/report/report_text.h"
 #include "app/report/sweep_summary.h"
@@ -45,6 +46,9 @@ int run_sweep_command(const Invocation& inv) {
   const SweepConfig cfg = sweep_config_from(inv.options);  // usage errors before MPI starts
   const TrainConfig train = train_config_from(inv.options);
   const Baseline baseline = baseline_from(inv.options);
+  const std::string stage = cfg.mode == "pairwise" ? "pairwise" : "sweep";
+  const GateConfig gate =
+      gate_config_from(inv.options, inv.option_source, train, {stage}, "trainproof sweep");
   MpiCommand command;
   command.name = "sweep";
   command.log_level = inv.options["log.level"].as<std::string>();
@@ -56,7 +60,10 @@ int run_sweep_command(const Invocation& inv) {
   return run_mpi_command(command, [&](World& world) {
     agree_report_path_writable(inv.options["report"].as<std::string>(), world);
     json report = sweep_stage(inv, cfg, train, world);
-    if (world.rank == 0) judge_against_baseline(report, baseline);
+    if (world.rank == 0) {
+      add_threshold_checks(report, gate, stage);
+      judge_against_baseline(report, baseline);
+    }
     return report_sweep(inv, cfg, std::move(report), world);
   });
 }

@@ -2,6 +2,11 @@
 // The pairwise pass's measurements (docs/sweep.md, "Pairwise"): rounds of disjoint rank pairs,
 // each pair timed in one direction, then the other, then both at once, with every transferred
 // element checked. Which ranks pair up (the tournament, a second pass) is the caller's schedule.
+//
+// The check costs less than the transfer it checks: a sender's buffer is constant (its pattern,
+// checked against the generator once), so the receiver compares an xxh3 digest of what arrived
+// with the sender's digest, exchanged in 16 bytes per round. Only a transfer whose digest differs
+// is compared element by element against the regenerated pattern, to count and place the damage.
 #include <mpi.h>
 
 #include <cstdint>
@@ -21,9 +26,10 @@ enum class PairMode { one_way, both_ways };
 struct PairTransfer {
   int from = 0, to = 0;  // world ranks
   PairMode mode = PairMode::one_way;
-  double seconds = 0;  // the receiver's median time of one transfer
-  uint64_t bytes = 0;  // moved by one transfer
-  uint64_t wrong = 0;  // elements of the last transfer that differ from what was sent
+  double seconds = 0;        // the receiver's median time of one transfer
+  uint64_t bytes = 0;        // moved by one transfer
+  uint64_t wrong = 0;        // elements of the last transfer that differ from what was sent
+  double check_seconds = 0;  // the receiver's check of the last transfer (untimed in `seconds`)
   double gbps() const { return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0; }
 };
 
@@ -31,6 +37,9 @@ struct PairPlan {
   uint64_t bytes = 64ull << 20;  // per transfer
   int iters = 5;
   int warmup = 1;
+  // The negative control (test.corrupt_sweep_rank): this rank flips a bit of each buffer it
+  // received before checking it, so the check must find one wrong element per transfer.
+  int corrupt_rank = -1;
 };
 
 // Runs every round on every rank of `comm` (a rank outside a round's pairs waits at its barriers)

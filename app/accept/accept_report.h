@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "app/accept/accept_config.h"
-#include "app/accept/accept_gate.h"
+#include "app/judge/gate_judge.h"
 
 namespace tp {
 

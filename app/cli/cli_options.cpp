@@ -327,7 +327,8 @@ po::options_description gate_options() {
   group.add_options()
       ("gate.file", po::value<std::string>()->default_value("")->value_name("FILE"),
        "a file of [gate] options only (scenarios/hosts/*.ini: a host type's reference "
-       "thresholds); the command line and --scenario win over it")
+       "thresholds). Precedence: the command line, then this file, then --scenario: the host "
+       "type is more specific than the workload. The report names each threshold's source")
       ("gate.scenario_hash", po::value<std::string>()->default_value(""),
        "the scenario hash the thresholds were measured with (set in a host file); a run of "
        "other work warns that AU and step CV thresholds may not apply")

@@ -98,8 +98,13 @@ RankFigures rank_figures(const RunRecord& run) {
   return f;
 }
 
+// A rank is compared with the median of all ranks: with fewer than 3, that median is no healthy
+// rank's own figure, so nothing is judged.
+constexpr size_t kStragglerPeers = 3;
+
 std::vector<int> stragglers_of(const RankFigures& f, size_t world) {
   std::vector<int> stragglers;
+  if (world < kStragglerPeers) return stragglers;
   for (size_t r = 0; r < world; ++r)
     if (f.scores[r] < kStragglerThreshold) stragglers.push_back(int(r));
   return stragglers;
@@ -175,11 +180,11 @@ NodeSection node_section(const RunRecord& run, const RankFigures& f) {
     const std::vector<int>& ranks = hosts.ranks_of[hosts.names[n]];
     json reasons = json::array();
     for (int r : ranks)
-      if (f.scores[r] < kStragglerThreshold)
+      if (f.scores.size() >= kStragglerPeers && f.scores[r] < kStragglerThreshold)
         reasons.push_back("rank " + std::to_string(r) + " is a straggler: compute p50 " +
                           ms(f.compute_p50[r]) + " against a median of " + ms(f.typical_compute) +
                           " (score " + fixed2(f.scores[r]) + ")");
-    if (node_scores[n] < kStragglerThreshold)
+    if (node_scores.size() >= kStragglerPeers && node_scores[n] < kStragglerThreshold)
       reasons.push_back("node compute p50 " + ms(node_compute[n]) + " against a node median of " +
                         ms(median(node_compute)) + " (score " + fixed2(node_scores[n]) + ")");
     if (const auto t = run.topology_reasons.find(hosts.names[n]); t != run.topology_reasons.end())
@@ -336,6 +341,11 @@ json collective_correctness_check(const CollectiveCheck& cc) {
 }
 
 json straggler_check(const RankFigures& f, const std::vector<int>& stragglers) {
+  if (f.scores.size() < kStragglerPeers)
+    return gate_check("straggler_score", nullptr, kStragglerThreshold, "n/a",
+                      std::to_string(f.scores.size()) +
+                          " rank(s): a straggler needs at least 3 ranks to compare against (with "
+                          "2, the median is their mean, and one noisy rank would be named)");
   const double worst = f.scores.empty() ? 1.0 : *std::min_element(f.scores.begin(), f.scores.end());
   return gate_check("straggler_score", worst, kStragglerThreshold,
                     stragglers.empty() ? "pass" : "warn",

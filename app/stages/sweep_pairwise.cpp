@@ -206,7 +206,7 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   record.pair_bytes = cfg.pair_bytes;
   record.pair_iters = cfg.pair_iters;
   record.rails = rails_of(world, cfg.pair_ranks);
-  const PairPlan plan{cfg.pair_bytes, cfg.pair_iters, 1};
+  const PairPlan plan{cfg.pair_bytes, cfg.pair_iters, 1, cfg.plan.corrupt_rank};
   const auto rounds = tournament(record.rails);
   if (world.rank == 0)
     spdlog::info("pairwise: {} rail(s), {} round(s) of {} bytes x {} per pair and direction",

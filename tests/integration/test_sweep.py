@@ -171,6 +171,18 @@ class PairwiseOnOneHost(unittest.TestCase):
                     self.assertTrue(cell is None if a == b else cell > 0, (matrix, a, b, cell))
         self.assertIn("row sends to column", run.stdout)
 
+    def test_a_flipped_bit_is_caught_and_named(self):
+        # The negative control: rank 1 flips a bit of every buffer it receives before checking
+        # it. The digest differs, and the element-by-element count names the damage.
+        run = sweep(3, *self.ARGS, "--test.split_hosts=3", "--test.corrupt_sweep_rank=1")
+        self.assertEqual(run.returncode, 1, run)
+        p = run.report["sweep"]["pairwise"]
+        self.assertEqual(p["wrong"], 4, p)  # 2 peers x (one way + both ways), one element each
+        check = [c for c in run.report["gate"]["checks"]
+                 if c["name"] == "pairwise_correctness"][0]
+        self.assertEqual(check["status"], "fail")
+        self.assertIn("1 wrong element(s) received by rank 1", check["reason"])
+
     def test_two_nodes_are_measured_but_not_judged(self):
         run = sweep(2, *self.ARGS, "--test.split_hosts=2")
         self.assertEqual(run.returncode, 0, run)

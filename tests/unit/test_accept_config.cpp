@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "app/accept/accept_config.h"
-#include "app/accept/accept_gate.h"
 #include "app/accept/accept_preflight.h"
 #include "app/accept/accept_report.h"
 #include "app/accept/accept_restore.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_options.h"
 #include "app/job/job_report.h"
+#include "app/judge/gate_judge.h"
 #include "app/report/gate.h"
 #include "common/errors.h"
 
@@ -208,7 +208,8 @@ TEST(AcceptConfig, SourcesRecordedByTheRealParserAreQuoted) {
   const std::string dir = ::testing::TempDir();
   const std::string scenario = dir + "accept_scenario.ini";
   const std::string host = dir + "accept_host.ini";
-  std::ofstream(scenario) << "[accept]\nstages = train\n[gate]\nmin_au = 0.4\n";
+  std::ofstream(scenario)
+      << "[accept]\nstages = train\n[gate]\nmin_au = 0.4\nmin_straggler_score = 0.8\n";
   std::ofstream(host) << "[gate]\nmin_au = 0.9\nmax_step_cv = 0.2\n";
   const char* argv[] = {"trainproof",
                         "accept",
@@ -221,15 +222,35 @@ TEST(AcceptConfig, SourcesRecordedByTheRealParserAreQuoted) {
   const tp::AcceptConfig c =
       tp::accept_config_from(inv.options, inv.option_source, tp::train_config_from(inv.options));
   EXPECT_EQ(c.stages, std::vector<std::string>{"train"});
-  // The scenario's min_au wins over the host file's, and says so.
-  EXPECT_EQ(threshold_named(c, "min_au").threshold.limit, 0.4);
-  EXPECT_EQ(threshold_named(c, "min_au").threshold.source, "gate.min_au in scenario " + scenario);
+  // The host file's min_au wins over the scenario's (the host type is more specific than the
+  // workload), and says so; the scenario still sets what the host file leaves alone.
+  EXPECT_EQ(threshold_named(c, "min_au").threshold.limit, 0.9);
+  EXPECT_EQ(threshold_named(c, "min_au").threshold.source, "gate.min_au in gate.file " + host);
   EXPECT_EQ(threshold_named(c, "max_step_cv").threshold.source,
             "gate.max_step_cv in gate.file " + host);
+  EXPECT_EQ(threshold_named(c, "min_straggler_score").threshold.source,
+            "gate.min_straggler_score in scenario " + scenario);
   EXPECT_EQ(threshold_named(c, "min_goodput").threshold.source,
             "--gate.min_goodput on the command line");
-  EXPECT_EQ(threshold_named(c, "min_straggler_score").threshold.source,
-            "the default gate.min_straggler_score");
+}
+
+// The command line wins over the host file, and a scenario may name its host file.
+TEST(AcceptConfig, TheCommandLineWinsOverTheHostFileAScenarioMayName) {
+  const std::string dir = ::testing::TempDir();
+  const std::string scenario = dir + "accept_scenario_naming.ini";
+  const std::string host = dir + "accept_host_named.ini";
+  std::ofstream(host) << "[gate]\nmin_au = 0.9\n";
+  std::ofstream(scenario) << "[accept]\nstages = train\n[gate]\nfile = " << host
+                          << "\nmin_au = 0.4\n";
+  const char* argv[] = {"trainproof", "accept", "--scenario", scenario.c_str(),
+                        "--gate.min_au=0.2"};
+  const tp::Invocation inv = tp::parse_invocation(int(std::size(argv)), argv);
+  const tp::AcceptConfig c =
+      tp::accept_config_from(inv.options, inv.option_source, tp::train_config_from(inv.options));
+  EXPECT_EQ(threshold_named(c, "min_au").threshold.limit, 0.2);
+  const char* without[] = {"trainproof", "accept", "--scenario", scenario.c_str()};
+  const tp::Invocation named = tp::parse_invocation(int(std::size(without)), without);
+  EXPECT_EQ(named.option_source.at("gate.min_au"), "gate.file " + host);
 }
 
 TEST(AcceptConfig, CommandLineThresholdForAStageLeftOutIsRefused) {

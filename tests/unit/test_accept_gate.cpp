@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "app/accept/accept_config.h"
-#include "app/accept/accept_gate.h"
 #include "app/accept/accept_preflight.h"
 #include "app/accept/accept_report.h"
 #include "app/accept/accept_restore.h"
@@ -17,6 +16,7 @@
 #include "app/cli/cli_options.h"
 #include "app/job/job_report.h"
 #include "app/judge/baseline.h"
+#include "app/judge/gate_judge.h"
 #include "app/report/gate.h"
 #include "common/errors.h"
 #include "tests/unit/accept_fixtures.h"
@@ -349,7 +349,10 @@ TEST(AcceptGate, BaselineOfOtherWorkWarns) {
 // The default straggler threshold is advice: a slow rank under it is WARN, as a straggler is in
 // trainproof train. The same threshold set by someone is a gate and FAILs.
 TEST(AcceptGate, ADefaultThresholdWarnsWhereASetOneFails) {
-  const json report = {{"ranks", {{{"rank", 0}, {"host", "n0"}, {"straggler_score", 0.72}}}}};
+  const json report = {{"ranks",
+                        {{{"rank", 0}, {"host", "n0"}, {"straggler_score", 0.72}},
+                         {{"rank", 1}, {"host", "n1"}, {"straggler_score", 1.0}},
+                         {{"rank", 2}, {"host", "n2"}, {"straggler_score", 1.1}}}}};
   tp::GateThreshold set = gate("min_straggler_score", tp::Direction::at_least, 0.8, "train",
                                "every rank's straggler score");
   tp::GateThreshold by_default = set;
@@ -360,6 +363,19 @@ TEST(AcceptGate, ADefaultThresholdWarnsWhereASetOneFails) {
   EXPECT_EQ(warned[0]["status"], "warn");
   EXPECT_THAT(warned[0]["reason"].get<std::string>(), HasSubstr("a default, so WARN"));
   EXPECT_FALSE(tp::stage_failed(gated({by_default}), "train", report, json::array()));
+}
+
+// With 2 ranks the median is their mean: one noisy rank would be named, so nothing is judged.
+TEST(AcceptGate, AStragglerNeedsThreeRanksToCompareAgainst) {
+  const json report = {{"ranks",
+                        {{{"rank", 0}, {"host", "n0"}, {"straggler_score", 0.72}},
+                         {{"rank", 1}, {"host", "n1"}, {"straggler_score", 1.4}}}}};
+  const json checks = tp::judge_thresholds(
+      gated({gate("min_straggler_score", tp::Direction::at_least, 0.8, "train", "score")}), report,
+      {{"train", 1}});
+  EXPECT_EQ(checks[0]["status"], "n/a");
+  EXPECT_THAT(checks[0]["reason"].get<std::string>(),
+              HasSubstr("2 rank(s): a straggler needs at least 3 ranks to compare against"));
 }
 
 }  // namespace

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "app/accept/accept_config.h"
-#include "app/accept/accept_gate.h"
 #include "app/accept/accept_report.h"
 #include "app/accept/accept_restore.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_options.h"
 #include "app/job/job_report.h"
+#include "app/judge/gate_judge.h"
 #include "app/report/gate.h"
 #include "common/errors.h"
 #include "tests/unit/accept_fixtures.h"

@@ -1,4 +1,4 @@
-#include "app/accept/accept_gate.h"
+#include "app/judge/gate_judge.h"
 
 #include <algorithm>
 #include <cctype>
@@ -116,6 +116,11 @@ Measurement weakest_rank(const json& report) {
                 "train",      "", false};
   const json* ranks = find_path(report, {"ranks"});
   if (!ranks) return m;
+  if (ranks->size() < 3) {
+    m.why_not = std::to_string(ranks->size()) +
+                " rank(s): a straggler needs at least 3 ranks to compare against";
+    return m;
+  }
   for (const json& r : *ranks)
     if (r.contains("straggler_score") && r["straggler_score"].is_number() &&
         (!m.value || r["straggler_score"].get<double>() < *m.value)) {
@@ -164,8 +169,7 @@ Measurement measure(const GateThreshold& t, const json& report) {
 
 }  // namespace
 
-json judge_thresholds(const AcceptConfig& config, const json& report,
-                      const StageAttempts& attempts) {
+json judge_thresholds(const GateConfig& config, const json& report, const StageAttempts& attempts) {
   json checks = json::array();
   for (const GateThreshold& t : config.thresholds) {
     const auto ran = attempts.find(t.stage);
@@ -180,7 +184,7 @@ json judge_thresholds(const AcceptConfig& config, const json& report,
     if (ran == attempts.end()) {
       m.value.reset();
       if (t.stage == "drill") m.why_not = "the drill is judged when report merge joins its report";
-    } else if (!m.value) {
+    } else if (!m.value && m.why_not.empty()) {
       m.why_not = "stage " + t.stage + " ran but did not measure the " + t.metric;
     }
     json check = judge_threshold(t.threshold, m, config.warn_margin);
@@ -194,16 +198,28 @@ json judge_thresholds(const AcceptConfig& config, const json& report,
   return checks;
 }
 
-json stage_threshold_checks(const AcceptConfig& config, const std::string& stage,
-                            const json& report, int attempt) {
-  AcceptConfig only = config;
+json stage_threshold_checks(const GateConfig& config, const std::string& stage, const json& report,
+                            int attempt) {
+  GateConfig only = config;
   only.thresholds.clear();
   for (const GateThreshold& t : config.thresholds)
     if (t.stage == stage) only.thresholds.push_back(t);
   return judge_thresholds(only, report, {{stage, attempt}});
 }
 
-bool stage_failed(const AcceptConfig& config, const std::string& stage, const json& report,
+void add_threshold_checks(json& report, const GateConfig& config, const std::string& stage) {
+  GateConfig given = config;
+  given.thresholds.clear();
+  for (const GateThreshold& t : config.thresholds)
+    if (!t.advisory) given.thresholds.push_back(t);
+  if (given.thresholds.empty()) return;
+  json& checks = report["gate"]["checks"];
+  for (json& check : judge_thresholds(given, report, {{stage, 1}})) checks.push_back(check);
+  report["gate"]["thresholds"] = thresholds_json(given);
+  report["verdict"] = verdict_of_checks(checks);
+}
+
+bool stage_failed(const GateConfig& config, const std::string& stage, const json& report,
                   const json& stage_checks) {
   for (const json& c : stage_checks)
     if (c.value("status", "") == "fail") return true;
