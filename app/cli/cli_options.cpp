@@ -363,7 +363,11 @@ po::options_description gate_options() {
       ("gate.max_restore_s", po::value<double>()->default_value(0.0),
        "restore: longest cold restore of the last checkpoint (s)")
       ("gate.min_goodput", po::value<double>()->default_value(0.0),
-       "train: least goodput (productive time over the job's wall time, docs/acceptance.md)")
+       "train: least goodput of the training stage (productive time over the training stage's "
+       "own wall time, docs/acceptance.md)")
+      ("gate.min_job_goodput", po::value<double>()->default_value(0.0),
+       "train: least goodput of the whole job (productive time over the job's wall time: in "
+       "accept, the preflight, sweep, pairwise pass and restore count as lost)")
       ("gate.drill", po::value<bool>()->default_value(false),
        "the recovery drill must PASS; judged when report merge joins the drill's report")
       ("gate.max_rto_s", po::value<double>()->default_value(0.0),

@@ -205,6 +205,15 @@ json job_json(const std::vector<RankTimeline>& ranks, std::optional<double> queu
       lost.push_back(categories.back());
   }
   const std::vector<json> lost_sorted = largest_first(lost);
+  // The training stage's own wall: the job's, less the launch and the other stages of accept.
+  double other_stages_s = 0;
+  for (const json& category : categories)
+    if (kNotTraining.count(category.at("name").get<std::string>()))
+      other_stages_s += category.at("seconds").get<double>();
+  const double train_wall_s = wall_s - other_stages_s;
+  const bool trained = std::any_of(categories.begin(), categories.end(), [](const json& c) {
+    return c.at("name") == kProductive || c.at("name") == kWarmupSteps;
+  });
   return {{"wall_s", wall_s},
           {"wall_max_s", wall_max_s},
           {"queue_s", queue_s ? json(*queue_s) : json()},
@@ -214,6 +223,8 @@ json job_json(const std::vector<RankTimeline>& ranks, std::optional<double> queu
           {"categories", categories},
           {"productive_s", productive_s},
           {"goodput", ratio(productive_s, wall_s)},
+          {"train_wall_s", trained ? json(train_wall_s) : json()},
+          {"train_goodput", trained ? json(ratio(productive_s, train_wall_s)) : json()},
           {"lost", lost_sorted},
           {"accounted_fraction", accounted},
           {"ranks", per_rank}};

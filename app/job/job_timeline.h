@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,14 +114,20 @@ RankTimeline rank_timeline(int rank, const nlohmann::json& sent, const StepPhase
 
 inline constexpr const char* kNoQueueNote = "not under Slurm: no queue time";
 
+// The parts of a job that are not its training stage: the launch, and accept's other stages
+// (app/accept/accept_command.cpp marks them by these names).
+inline const std::set<std::string> kNotTraining = {kLaunch, "preflight", "sweep", "pairwise",
+                                                   "cold_restore"};
+
 // The report's `job` section:
 //   wall_s (mean over ranks), wall_max_s, queue_s (null when absent), queue_note (what the queue
 //   time is, or why there is none),
 //   categories [{name, seconds (mean over ranks), fraction (of wall_s)}] in timeline order,
-//   productive_s, goodput (productive_s / wall_s), lost [{name, seconds, fraction}] (every category
-//   but productive, largest first), accounted_fraction (the ranks' value furthest from 1),
-//   ranks [{rank, wall_s, goodput, accounted_fraction (sum of its categories / its wall),
-//   categories {name: seconds}}].
+//   productive_s, goodput (productive_s / wall_s), train_wall_s (wall_s less kNotTraining) and
+//   train_goodput (productive_s / train_wall_s), both null when no training ran, lost [{name,
+//   seconds, fraction}] (every category but productive, largest first), accounted_fraction (the
+//   ranks' value furthest from 1), ranks [{rank, wall_s, goodput, accounted_fraction (sum of its
+//   categories / its wall), categories {name: seconds}}].
 // A category a rank lacks counts 0 there. `queue_s` is Slurm's submit to start: it came before the
 // processes, so it is beside wall_s, not in it; without it, `queue_note` says why.
 nlohmann::json job_json(const std::vector<RankTimeline>& ranks, std::optional<double> queue_s,

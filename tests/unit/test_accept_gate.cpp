@@ -259,17 +259,19 @@ TEST(AcceptGate, EachFigureIsReadFromItsSection) {
       gate("min_goodput", tp::Direction::at_least, 0.5, "train", "g"),
       gate("min_restore_gbps", tp::Direction::at_least, 1, "restore", "r"),
       gate("max_restore_s", tp::Direction::at_most, 60, "restore", "t"),
+      gate("min_job_goodput", tp::Direction::at_least, 0.2, "train", "j"),
   });
   const json report = {{"checkpoint", {{"write_gbps", 2.5}, {"stall_fraction", 0.02}}},
-                       {"job", {{"goodput", 0.75}}},
+                       {"job", {{"goodput", 0.3}, {"train_goodput", 0.75}}},
                        {"restore", {{"gbps", 3.5}, {"seconds", 12.0}}}};
   const json checks = tp::judge_thresholds(c, report, {{"train", 1}, {"restore", 1}});
-  ASSERT_EQ(checks.size(), 5u);
+  ASSERT_EQ(checks.size(), 6u);
   EXPECT_EQ(checks[0]["value"], 2.5);
   EXPECT_EQ(checks[1]["value"], 0.02);
-  EXPECT_EQ(checks[2]["value"], 0.75);
+  EXPECT_EQ(checks[2]["value"], 0.75) << "the training stage's own goodput";
   EXPECT_EQ(checks[3]["value"], 3.5);
   EXPECT_EQ(checks[4]["value"], 12.0);
+  EXPECT_EQ(checks[5]["value"], 0.3) << "the whole job's";
   for (const json& check : checks) EXPECT_EQ(check["status"], "pass") << check.dump();
 }
 

@@ -157,6 +157,31 @@ TEST(JobTimeline, CategoriesAddUpToTheWallExactlyOnAFakeClock) {
   }
 }
 
+// The training stage's goodput counts its own wall time: accept's other stages and the launch are
+// the job's, not training's. A job that did not train has no training goodput.
+TEST(JobTimeline, TheTrainingStagesGoodputLeavesOutTheOtherStages) {
+  const json sent = sent_after({{"launch", 2.0},
+                                {"setup", 1.0},
+                                {"preflight", 3.0},
+                                {"sweep", 10.0},
+                                {"pairwise", 20.0},
+                                {"warmup_steps", 1.0},
+                                {"steady_steps", 10.0},
+                                {"teardown", 1.0},
+                                {"cold_restore", 2.0}},
+                               0.0);
+  const json job = tp::job_json({tp::rank_timeline(0, sent, {1.0, 1.0, 0.0})}, {});
+  EXPECT_EQ(job.at("wall_s"), 50.0);
+  EXPECT_EQ(job.at("productive_s"), 8.0);
+  EXPECT_EQ(job.at("goodput"), 8.0 / 50.0);
+  EXPECT_EQ(job.at("train_wall_s"), 13.0);  // setup, warm-up, steady steps, teardown
+  EXPECT_EQ(job.at("train_goodput"), 8.0 / 13.0);
+  const json fabric_only = sent_after({{"launch", 2.0}, {"sweep", 10.0}}, 0.0);
+  const json untrained = tp::job_json({tp::rank_timeline(0, fabric_only, {})}, {});
+  EXPECT_TRUE(untrained.at("train_goodput").is_null());
+  EXPECT_TRUE(untrained.at("train_wall_s").is_null());
+}
+
 TEST(JobTimeline, CategoriesAddUpToTheWallWithinOnePercentOnTheSteadyClock) {
   tp::JobClock clock(tp::JobClock::steady_now_s());
   for (const char* stage : {"launch", "setup", "steady_steps", "teardown"}) {
