@@ -51,13 +51,14 @@ struct SlotCopy {
 // handful of stores per phase.
 SlotCopy copy_slot(const BeatSlot& slot) {
   SlotCopy copy;
+  // A writer stopped in the middle of a beat leaves the sequence odd: after the tries, the
+  // fields as last read (the beat's step, phase or time, each whole) are the best there is.
   for (int attempt = 0; attempt < 100; ++attempt) {
     const uint64_t before = slot.version.load();
-    if (before % 2 != 0) continue;
     copy.step = slot.step.load();
     copy.phase = slot.phase.load();
     copy.unix_time = slot.unix_time.load();
-    if (slot.version.load() == before) break;
+    if (before % 2 == 0 && slot.version.load() == before) break;
   }
   copy.rank = slot.rank.load();
   copy.liveness = slot.liveness.load();
@@ -191,8 +192,10 @@ void Heartbeat::publish_locked(bool force) {
   std::string text;
   text.reserve(size_t(region.slots()) * kLineBytes);
   for (int i = 0; i < region.slots(); ++i) append_line(text, copy_slot(region.slot(i)), host_);
+  // Taken over while copying (this process was stopped): the newer publisher's file stands.
+  if (!region.holds(now)) return;
   [[maybe_unused]] const ssize_t written = ::pwrite(fd_, text.data(), text.size(), 0);
-  region.release(steady_seconds());
+  region.release(now, steady_seconds());
 }
 
 void Heartbeat::publish_now() {
@@ -232,6 +235,8 @@ void Heartbeat::finish() {
     std::lock_guard<std::mutex> guard(liveness_mutex_);
     if (finished_) return;
     finished_ = true;
+    // A rank whose run ended is no rank the others wait for, whoever publishes its slot now.
+    slot_.watch_ended.store(1);
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }

@@ -28,12 +28,12 @@ void* map_shared(int fd, size_t bytes) {
 
 // The mapping is zero-filled; the atomics are constructed in place over it, the magic last, so an
 // attaching rank never sees a half-made region.
-void initialise(void* base, int slots) {
+void initialise(void* base, int slots, int active) {
   auto* header = new (base) RegionHeader();
   for (int i = 0; i < slots; ++i)
     new (static_cast<char*>(base) + sizeof(RegionHeader) + size_t(i) * sizeof(BeatSlot)) BeatSlot();
   header->slots.store(slots);
-  header->active.store(slots);
+  header->active.store(active);
   header->magic.store(kMagic);
 }
 
@@ -63,7 +63,7 @@ std::shared_ptr<NodeRegion> NodeRegion::create(const std::string& path, int slot
     throw RuntimeError("cannot map the node's heartbeat memory '" + path +
                        "': " + std::strerror(error));
   }
-  initialise(base, slots);
+  initialise(base, slots, 0);  // each rank that maps it joins
   return std::shared_ptr<NodeRegion>(new NodeRegion(base, bytes));
 }
 
@@ -85,7 +85,7 @@ std::shared_ptr<NodeRegion> NodeRegion::private_region(int slots) {
   const size_t bytes = region_bytes(slots);
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) throw std::bad_alloc();
-  initialise(base, slots);
+  initialise(base, slots, slots);  // one process holds every slot
   return std::shared_ptr<NodeRegion>(new NodeRegion(base, bytes));
 }
 
@@ -95,9 +95,8 @@ bool NodeRegion::claim(double now_s, double stale_s) {
   return header_->claimed_s.compare_exchange_strong(held, now_s);
 }
 
-void NodeRegion::release(double now_s) {
-  header_->published_s.store(now_s);
-  header_->claimed_s.store(0);
+void NodeRegion::release(double token, double now_s) {
+  if (header_->claimed_s.compare_exchange_strong(token, 0.0)) header_->published_s.store(now_s);
 }
 
 std::string node_memory_folder() {

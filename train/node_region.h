@@ -30,7 +30,8 @@ struct alignas(64) BeatSlot {
 struct alignas(64) RegionHeader {
   std::atomic<uint64_t> magic{0};
   std::atomic<int32_t> slots{0};
-  std::atomic<int32_t> active{0};  // ranks that have not finished; the last one removes the file
+  // Ranks that mapped the region and have not finished (join); the last one removes the file.
+  std::atomic<int32_t> active{0};
   std::atomic<double> published_s{-1e30};  // steady clock of the last publish
   std::atomic<double> claimed_s{0};        // steady clock of the publisher's claim; 0 when free
 };
@@ -56,10 +57,17 @@ class NodeRegion {
   BeatSlot& slot(int index) { return slots_[index]; }
   int slots() const { return header_->slots.load(); }
 
-  // Takes the right to publish; false while another rank publishes. A claim older than
-  // `stale_s` is taken over: a publisher stopped in the middle does not silence its node.
+  // A rank that will publish through this region counts itself in, before any rank can finish.
+  void join() { header_->active.fetch_add(1); }
+  // Takes the right to publish, with `now_s` as the claim's token; false while another rank
+  // publishes. A claim older than `stale_s` is taken over: a publisher stopped in the middle does
+  // not silence its node.
   bool claim(double now_s, double stale_s);
-  void release(double now_s);
+  // Whether the claim `token` is still this publisher's (it was not taken over).
+  bool holds(double token) const { return header_->claimed_s.load() == token; }
+  // Gives the claim `token` back and records the publish, unless it was taken over meanwhile:
+  // a publisher that resumes late never frees another's claim.
+  void release(double token, double now_s);
 
  private:
   NodeRegion(void* base, size_t bytes);

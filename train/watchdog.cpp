@@ -28,7 +28,11 @@ double auto_watchdog_timeout(double slowest_warmup_step_s) {
 }
 
 double publish_interval_s(double timeout_s, double publish_s) {
-  return std::min(publish_s, timeout_s / 30.0);
+  // The shortest window the file is read twice in (missing_rank_namer's), a third of it: a live
+  // node rewrites its file in between even when it must first take over from a stopped
+  // publisher (two intervals). 1 s at the default timeouts (30 s and more).
+  const double shortest_window = std::min(liveness_window_s(timeout_s), 0.1 * timeout_s);
+  return std::min(publish_s, shortest_window / 3);
 }
 
 double liveness_window_s(double timeout_s) {

@@ -27,8 +27,8 @@ double auto_watchdog_timeout(double slowest_warmup_step_s);
 inline constexpr double kWatchdogUntilWarmedUpS = 600.0;
 
 // How often a node's heartbeat file may be rewritten under a watchdog of `timeout_s`: every
-// `publish_s` (watchdog.publish_s, 1 s by default), or a thirtieth of a shorter timeout, so the
-// liveness window below always spans several publishes.
+// `publish_s` (watchdog.publish_s, 1 s by default), or more often where a third of the shortest
+// liveness window is less, so every window spans several publishes, a takeover included.
 double publish_interval_s(double timeout_s, double publish_s = 1.0);
 
 // How far apart the two reads of the heartbeats are: many ticks of a live watchdog (every 50 ms),

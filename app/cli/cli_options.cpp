@@ -160,8 +160,8 @@ po::options_description watchdog_options() {
        "abort.json; empty: trainproof-heartbeats/ beside the report")
       ("watchdog.publish_s", po::value<double>()->default_value(1.0),
        "each rank beats into its node's memory; a node's heartbeat file in watchdog.dir is "
-       "rewritten, with all its ranks, at most this often (and at most every thirtieth of "
-       "the timeout): one small write per node per interval on the shared storage, whatever "
+       "rewritten, with all its ranks, at most this often (more often only where the watchdog's "
+       "timeout is under 30 s): one small write per node per interval on the shared storage, whatever "
        "the ranks per node. trainproof drill uses 0.05 for drill.external_kill, to see each "
        "step begin");
   // clang-format on

@@ -110,6 +110,9 @@ NodePlace node_place(const World& world) {
   }
   mpiCheck(MPI_Barrier(world.comm));
   if (!place.first_on_node) place.region = NodeRegion::attach(path, slots);
+  // Every rank that shares the region counts itself in before any can finish: a rank that could
+  // not map it (below) is not waited for when the node's file is removed.
+  if (place.region) place.region->join();
   mpiCheck(MPI_Barrier(world.comm));
   if (place.first_on_node) ::unlink(path.c_str());
   if (!place.region) place = NodePlace{NodeRegion::private_region(1), 0, world.rank, true};

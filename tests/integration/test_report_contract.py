@@ -111,7 +111,7 @@ class ReportContract(unittest.TestCase):
         self.assertGreaterEqual(len(checks), 2)
         for c in checks:
             self.assertEqual(set(c), {"name", "value", "threshold", "status", "reason"})
-            self.assertIn(c["status"], ("pass", "warn", "fail", "none"))
+            self.assertIn(c["status"], ("pass", "warn", "fail", "n/a", "none"))
 
     def test_summary_printed(self):
         out = self.result.stdout
