@@ -204,6 +204,8 @@ struct OneNode {
     std::filesystem::remove(memory);
     auto made = tp::NodeRegion::create(memory, 2);
     auto mapped = tp::NodeRegion::attach(memory, 2);
+    made->join();  // each rank that maps the node's memory counts itself in, as node_place does
+    mapped->join();
     std::filesystem::remove(memory);  // as the node's first rank does once all have mapped it
     first = std::make_unique<tp::Heartbeat>(dir, 0, "node-a",
                                             tp::NodePlace{made, 0, 0, true, publish_every_s});
