@@ -1,6 +1,7 @@
 #include "fabric/pair_judgement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -29,10 +30,6 @@ std::vector<double> measured(const PairMatrix& m, const std::function<bool(int, 
     for (size_t b = 0; b < m[a].size(); ++b)
       if (a != b && m[a][b] >= 0 && keep(int(a), int(b))) values.push_back(m[a][b]);
   return values;
-}
-
-std::string host_of(int node, const std::vector<std::string>& hosts) {
-  return size_t(node) < hosts.size() ? hosts[size_t(node)] : "node " + std::to_string(node);
 }
 
 }  // namespace
@@ -79,29 +76,50 @@ PairJudgement judge_pairs(const PairMatrix& m, double flag_fraction, double fail
   return judgement;
 }
 
+PairSpread spread_of(const PairMatrix& m, const std::vector<bool>& suspected) {
+  const auto healthy = [&suspected](int a, int b) {
+    return !(size_t(a) < suspected.size() && suspected[size_t(a)]) &&
+           !(size_t(b) < suspected.size() && suspected[size_t(b)]);
+  };
+  const std::vector<double> values = measured(m, healthy);
+  PairSpread spread;
+  spread.pairs = int(values.size());
+  if (values.empty()) return spread;
+  spread.median_gbps = median_of(values);
+  std::vector<double> deviations;
+  for (double v : values) deviations.push_back(std::fabs(v - spread.median_gbps));
+  spread.mad_gbps = median_of(deviations);
+  return spread;
+}
+
+Confirmed confirm(double suspect_gbps, double control_gbps, double noise, double flag_fraction,
+                  double fail_fraction) {
+  if (!(control_gbps > 0)) return Confirmed::transient;
+  if (suspect_gbps < (fail_fraction - noise) * control_gbps) return Confirmed::failed;
+  if (suspect_gbps < (flag_fraction - noise) * control_gbps) return Confirmed::flagged;
+  return Confirmed::transient;
+}
+
+const char* confirmed_name(Confirmed outcome) {
+  switch (outcome) {
+    case Confirmed::flagged:
+      return "flag";
+    case Confirmed::failed:
+      return "fail";
+    case Confirmed::transient:
+      break;
+  }
+  return "transient";
+}
+
 std::string rate_text(double gbps) {
-  char text[32];
-  if (gbps >= 1)
-    std::snprintf(text, sizeof text, "%.3g GB/s", gbps);
-  else
-    std::snprintf(text, sizeof text, "%.3g MB/s", gbps * 1e3);
+  // Three significant digits in fixed notation, in the unit that keeps the figure at 1 or above.
+  const bool giga = gbps >= 0.9995;
+  const double value = giga ? gbps : gbps * 1e3;
+  const int decimals = value >= 99.95 ? 0 : value >= 9.995 ? 1 : value >= 0.9995 ? 2 : 3;
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f %s", decimals, value, giga ? "GB/s" : "MB/s");
   return text;
-}
-
-std::string node_flag_reason(const NodeFlag& flag, const std::vector<std::string>& hosts) {
-  char percent[16];
-  std::snprintf(percent, sizeof percent, "%.2g%%", 100 * flag.median_gbps / flag.reference_gbps);
-  return host_of(flag.node, hosts) + ": median pair bandwidth " + rate_text(flag.median_gbps) +
-         " is " + percent + " of the fabric median " + rate_text(flag.reference_gbps) + " (" +
-         flag.direction + " direction)";
-}
-
-std::string link_flag_reason(const LinkFlag& flag, const std::vector<std::string>& hosts) {
-  char percent[16];
-  std::snprintf(percent, sizeof percent, "%.2g%%", 100 * flag.gbps / flag.reference_gbps);
-  return "link " + host_of(flag.from, hosts) + " -> " + host_of(flag.to, hosts) + ": " +
-         rate_text(flag.gbps) + " is " + percent + " of the median of the other pairs " +
-         rate_text(flag.reference_gbps) + "; both nodes are otherwise fine";
 }
 
 }  // namespace tp

@@ -40,11 +40,28 @@ struct PairJudgement {
 // is flagged. Fewer than 3 nodes: a note, no flags (there is no majority to compare against).
 PairJudgement judge_pairs(const PairMatrix& bandwidth, double flag_fraction, double fail_fraction);
 
+// How far apart the pairs of healthy nodes are: the median and the median absolute deviation of
+// the measured pairs whose nodes are both unsuspected. Its relative value is the noise a flag
+// must clear (docs/sweep.md, "Confirming a flag").
+struct PairSpread {
+  double median_gbps = -1;
+  double mad_gbps = 0;
+  int pairs = 0;
+  double relative() const { return median_gbps > 0 ? mad_gbps / median_gbps : 0.0; }
+};
+PairSpread spread_of(const PairMatrix& bandwidth, const std::vector<bool>& suspected);
+
+// What a suspect's confirmation decides: its figure against its control's, each the median of
+// transfers alternated one for one. Flagged below (flag_fraction - noise) of the control, failed
+// below (fail_fraction - noise), where `noise` is the relative spread of the healthy pairs or the
+// chance error of the two medians, whichever is larger; else transient (the first pass's figure
+// was a moment, not the node or link).
+enum class Confirmed { flagged, failed, transient };
+Confirmed confirm(double suspect_gbps, double control_gbps, double noise, double flag_fraction,
+                  double fail_fraction);
+const char* confirmed_name(Confirmed outcome);  // "flag", "fail", "transient"
+
 // "3.6 MB/s" or "95 GB/s": a bandwidth a person reads at a glance.
 std::string rate_text(double gbps);
-
-// "vc-n3: median pair bandwidth 3.6 MB/s is 4% of the fabric median 95 MB/s (receive direction)"
-std::string node_flag_reason(const NodeFlag& flag, const std::vector<std::string>& hosts);
-std::string link_flag_reason(const LinkFlag& flag, const std::vector<std::string>& hosts);
 
 }  // namespace tp

@@ -1,12 +1,12 @@
 #pragma once
 // The pairwise pass's measurements (docs/sweep.md, "Pairwise"): rounds of disjoint rank pairs,
 // each pair timed in one direction, then the other, then both at once, with every transferred
-// element checked. Which ranks pair up (the tournament, a second pass) is the caller's schedule.
+// element checked (fabric/pair_buffers.h). Which ranks pair up (the tournament) is the caller's
+// schedule; measuring a suspect again is fabric/pair_trials.h.
 //
-// The check costs less than the transfer it checks: a sender's buffer is constant (its pattern,
-// checked against the generator once), so the receiver compares an xxh3 digest of what arrived
-// with the sender's digest, exchanged in 16 bytes per round. Only a transfer whose digest differs
-// is compared element by element against the regenerated pattern, to count and place the damage.
+// Each transfer is bounded in time as well as in bytes: every pair first times a small probe, and a
+// pair whose full transfer would take more than `time_factor` times the fastest pair's moves fewer
+// bytes, so one slow link costs a round about twice a healthy one, not minutes.
 #include <mpi.h>
 
 #include <cstdint>
@@ -27,20 +27,30 @@ struct PairTransfer {
   int from = 0, to = 0;  // world ranks
   PairMode mode = PairMode::one_way;
   double seconds = 0;        // the receiver's median time of one transfer
-  uint64_t bytes = 0;        // moved by one transfer
+  uint64_t bytes = 0;        // moved by one transfer (fewer than the plan's where time-bounded)
   uint64_t wrong = 0;        // elements of the last transfer that differ from what was sent
   double check_seconds = 0;  // the receiver's check of the last transfer (untimed in `seconds`)
   double gbps() const { return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0; }
 };
 
 struct PairPlan {
-  uint64_t bytes = 64ull << 20;  // per transfer
+  uint64_t bytes = 64ull << 20;  // per transfer, at most
   int iters = 5;
-  int warmup = 1;
+  int warmup = 1;  // untimed transfers before each phase's timed ones
+  uint64_t probe_bytes =
+      4ull << 20;  // per probe: large enough that bandwidth, not latency, times it
+  uint64_t floor_bytes = 1ull << 20;  // a time-bounded transfer never moves fewer
+  double time_factor = 2.0;           // a pair's transfer may take this times the fastest pair's
   // The negative control (test.corrupt_sweep_rank): this rank flips a bit of each buffer it
   // received before checking it, so the check must find one wrong element per transfer.
   int corrupt_rank = -1;
 };
+
+// The elements a pair moves when a full transfer of `count` elements is estimated to take
+// `estimate` seconds and the fastest pair's `typical`: all of them, or as many as fit in
+// `time_factor` times the typical, and never fewer than `floor`.
+uint64_t time_bounded_count(uint64_t count, uint64_t floor, double estimate, double typical,
+                            double time_factor);
 
 // Runs every round on every rank of `comm` (a rank outside a round's pairs waits at its barriers)
 // and returns the transfers this rank received. `collective` spans the same ranks as `comm`.

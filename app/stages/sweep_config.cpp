@@ -63,6 +63,8 @@ SweepConfig sweep_config_from(const po::variables_map& vm) {
     throw UsageError("sweep.fail_fraction=" + exact_number(c.fail_fraction) +
                      " is above sweep.flag_fraction=" + exact_number(c.flag_fraction) +
                      ": a failure must be a flag too");
+  if (vm.count("gate.min_pair_gbps") && !vm["gate.min_pair_gbps"].defaulted())
+    c.confirm_below_gbps = vm["gate.min_pair_gbps"].as<double>();
   if (c.mode == "pairwise" && c.split != "none")
     throw UsageError("sweep.split=" + c.split +
                      " applies to sweep.mode=collectives; pairwise mode chooses its ranks with "

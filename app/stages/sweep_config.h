@@ -17,6 +17,7 @@ struct SweepConfig {
   int pair_iters = 5;
   std::string pair_ranks = "node";  // node, rail
   double flag_fraction = 0.8, fail_fraction = 0.5;
+  double confirm_below_gbps = 0;  // gate.min_pair_gbps: a pair below it is measured again
 };
 
 SweepConfig sweep_config_from(const boost::program_options::variables_map& options);

@@ -6,7 +6,10 @@
 #include <map>
 
 #include "app/stages/stage_watch.h"
+#include "app/stages/sweep_confirm.h"
+#include "common/clock.h"
 #include "common/stats.h"
+#include "fabric/pair_trials.h"
 #include "fabric/pairwise.h"
 #include "fabric/sysfs_topology.h"
 #include "fabric/tournament.h"
@@ -36,6 +39,8 @@ std::vector<PairwiseRail> rails_of(const World& world, const std::string& pair_r
   for (auto& [k, rail] : rails) {
     const size_t n = rail.hosts.size();
     rail.one_way = rail.both_ways = PairMatrix(n, std::vector<double>(n, -1.0));
+    rail.one_way_bytes = rail.both_ways_bytes =
+        std::vector<std::vector<uint64_t>>(n, std::vector<uint64_t>(n, 0));
     out.push_back(std::move(rail));
   }
   return out;
@@ -104,78 +109,54 @@ void fill_matrices(PairwiseRecord& record, const std::vector<PairTransfer>& all)
     auto [rail, to] = place_in(places, t.to);
     const int from = place_in(places, t.from).second;
     if (!rail || from < 0) continue;
-    PairMatrix& m = t.mode == PairMode::one_way ? rail->one_way : rail->both_ways;
-    m[size_t(from)][size_t(to)] = t.gbps();
+    const bool one = t.mode == PairMode::one_way;
+    (one ? rail->one_way : rail->both_ways)[size_t(from)][size_t(to)] = t.gbps();
+    (one ? rail->one_way_bytes : rail->both_ways_bytes)[size_t(from)][size_t(to)] = t.bytes;
     note_wrong(record, *rail, from, to, t);
   }
 }
 
-// The node of the rail with the highest median one-way bandwidth among those not flagged.
-int best_node(const PairwiseRail& rail, const std::vector<bool>& flagged) {
-  int best = -1;
-  double best_gbps = -1;
-  for (size_t i = 0; i < rail.hosts.size(); ++i) {
-    if (flagged[i]) continue;
-    std::vector<double> mine;
-    for (size_t j = 0; j < rail.hosts.size(); ++j)
-      if (i != j) mine.insert(mine.end(), {rail.one_way[i][j], rail.one_way[j][i]});
-    if (const double m = median(mine); m > best_gbps) best_gbps = m, best = int(i);
-  }
-  return best;
+json trial_json(const PairTrial& t) {
+  return {t.suspect.first,
+          t.suspect.second,
+          t.control.first,
+          t.control.second,
+          t.mode == PairMode::both_ways,
+          t.suspect_bytes,
+          t.control_bytes};
 }
 
-// Each flagged node against the best node of its rail, one pair at a time (the rest wait), so
-// nothing else shares the fabric while it is measured again.
-std::vector<std::vector<RankPair>> second_pass_schedule(std::vector<PairwiseRail>& rails) {
-  std::vector<std::vector<RankPair>> rounds;
-  for (PairwiseRail& rail : rails) {
-    std::vector<bool> flagged(rail.hosts.size(), false);
-    for (const auto* judged : {&rail.judged_one_way, &rail.judged_both_ways})
-      for (const NodeFlag& f : judged->nodes) flagged[size_t(f.node)] = true;
-    const int best = best_node(rail, flagged);
-    if (best < 0) continue;
-    for (size_t i = 0; i < flagged.size(); ++i) {
-      if (!flagged[i]) continue;
-      rail.second_pass.push_back({int(i), best, 0, 0, 0, 0});
-      rounds.push_back({{rail.world_ranks[i], rail.world_ranks[size_t(best)]}});
+std::vector<PairTrial> trials_from(const std::string& text) {
+  std::vector<PairTrial> trials;
+  for (const json& j : json::parse(text)) {
+    PairTrial t;
+    t.suspect = {j[0], j[1]};
+    t.control = {j[2], j[3]};
+    t.mode = j[4].get<bool>() ? PairMode::both_ways : PairMode::one_way;
+    t.suspect_bytes = j[5];
+    t.control_bytes = j[6];
+    trials.push_back(t);
+  }
+  return trials;
+}
+
+// Every receiver's trial transfers, at rank 0.
+std::vector<TrialTransfer> gather_trials(const World& world,
+                                         const std::vector<TrialTransfer>& mine) {
+  json list = json::array();
+  for (const TrialTransfer& t : mine)
+    list.push_back({t.trial, t.control, transfer_json(t.transfer), t.mad_seconds, t.transfers});
+  std::vector<TrialTransfer> all;
+  for (const json& rank_list : gather_records_at_root(world, list))
+    for (const json& j : rank_list) {
+      const json& p = j[2];
+      all.push_back(
+          {j[0], j[1],
+           PairTransfer{p[0], p[1], p[2].get<bool>() ? PairMode::both_ways : PairMode::one_way,
+                        p[3], p[4], p[5], 0},
+           j[3], j[4]});
     }
-  }
-  return rounds;
-}
-
-void record_second_pass(std::vector<PairwiseRail>& rails, const std::vector<PairTransfer>& all) {
-  const auto places = places_of(rails);
-  for (const PairTransfer& t : all) {
-    auto [rail, to] = place_in(places, t.to);
-    const int from = place_in(places, t.from).second;
-    if (!rail) continue;
-    for (PairRecheck& r : rail->second_pass) {
-      const bool sent = from == r.node && to == r.against;
-      const bool got = from == r.against && to == r.node;
-      const bool one = t.mode == PairMode::one_way;
-      if (sent) (one ? r.send_gbps : r.both_send_gbps) = t.gbps();
-      if (got) (one ? r.receive_gbps : r.both_receive_gbps) = t.gbps();
-    }
-  }
-}
-
-std::string schedule_text(const std::vector<std::vector<RankPair>>& rounds) {
-  json j = json::array();
-  for (const auto& round : rounds) {
-    json pairs = json::array();
-    for (const RankPair& p : round) pairs.push_back({p.first, p.second});
-    j.push_back(pairs);
-  }
-  return j.dump();
-}
-
-std::vector<std::vector<RankPair>> schedule_from(const std::string& text) {
-  std::vector<std::vector<RankPair>> rounds;
-  for (const json& round : json::parse(text)) {
-    rounds.emplace_back();
-    for (const json& p : round) rounds.back().emplace_back(p[0], p[1]);
-  }
-  return rounds;
+  return all;
 }
 
 // Each node's ports whose error counters grew between `before` and now, at rank 0.
@@ -195,6 +176,40 @@ std::map<std::string, std::vector<std::string>> grown_counters(
   return out;
 }
 
+// The first pass's matrices, judged: suspects to confirm, not yet flags.
+void judge_first_pass(PairwiseRecord& record, const SweepConfig& cfg,
+                      const std::vector<PairTransfer>& first) {
+  fill_matrices(record, first);
+  for (PairwiseRail& rail : record.rails) {
+    rail.judged_one_way = judge_pairs(rail.one_way, cfg.flag_fraction, cfg.fail_fraction);
+    rail.judged_both_ways = judge_pairs(rail.both_ways, cfg.flag_fraction, cfg.fail_fraction);
+  }
+}
+
+// Every suspect measured again beside its control, one trial at a time.
+void confirm_suspects(PairwiseRecord& record, const SweepConfig& cfg, const World& world,
+                      Collective& collective, const PairPlan& plan, size_t rounds) {
+  std::string text;
+  if (world.rank == 0) {
+    json trials = json::array();
+    for (const PairTrial& t : plan_confirmations(record, plan.floor_bytes))
+      trials.push_back(trial_json(t));
+    text = trials.dump();
+  }
+  const std::vector<PairTrial> trials = trials_from(broadcast_from_root(world, text));
+  if (trials.empty()) return;
+  if (world.rank == 0)
+    spdlog::info("pairwise: {} suspect(s) measured again, each beside a control", trials.size());
+  PairPlan again = plan;
+  again.iters = record.confirm_iters;
+  const auto measured = gather_trials(world, measure_trials(collective, world.comm, trials, again,
+                                                            [&world, rounds](size_t done, size_t) {
+                                                              stage_beat(int64_t(rounds + done));
+                                                              stop_point(world.comm);
+                                                            }));
+  if (world.rank == 0) record_confirmations(record, measured, cfg.flag_fraction, cfg.fail_fraction);
+}
+
 }  // namespace
 
 PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collective& collective,
@@ -205,40 +220,33 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   PairwiseRecord record;
   record.pair_bytes = cfg.pair_bytes;
   record.pair_iters = cfg.pair_iters;
+  record.confirm_iters = 2 * cfg.pair_iters;
+  record.min_pair_gbps = cfg.confirm_below_gbps;
   record.rails = rails_of(world, cfg.pair_ranks);
-  const PairPlan plan{cfg.pair_bytes, cfg.pair_iters, 1, cfg.plan.corrupt_rank};
+  PairPlan plan;
+  plan.bytes = cfg.pair_bytes;
+  plan.iters = cfg.pair_iters;
+  plan.probe_bytes = std::min<uint64_t>(plan.probe_bytes, cfg.pair_bytes);
+  plan.floor_bytes = std::min<uint64_t>(plan.floor_bytes, plan.probe_bytes);
+  plan.corrupt_rank = cfg.plan.corrupt_rank;
   const auto rounds = tournament(record.rails);
   if (world.rank == 0)
-    spdlog::info("pairwise: {} rail(s), {} round(s) of {} bytes x {} per pair and direction",
+    spdlog::info("pairwise: {} rail(s), {} round(s) of up to {} bytes x {} per pair and direction",
                  record.rails.size(), rounds.size(), cfg.pair_bytes, cfg.pair_iters);
-  // Rounds of large transfers over a slow link take minutes: say where the pass is.
+  // Rounds over a slow link take longer: say where the pass is.
   const auto progress = [&world](size_t done, size_t total) {
     if (world.rank == 0) spdlog::info("pairwise: round {}/{} measured", done, total);
     stage_beat(int64_t(done));
     stop_point(world.comm);
   };
+  const double started = steady_seconds();
   const auto first =
       gather_transfers(world, measure_rounds(collective, world.comm, rounds, plan, progress));
-  std::string second_text;
-  if (world.rank == 0) {
-    fill_matrices(record, first);
-    for (PairwiseRail& rail : record.rails) {
-      rail.judged_one_way = judge_pairs(rail.one_way, cfg.flag_fraction, cfg.fail_fraction);
-      rail.judged_both_ways = judge_pairs(rail.both_ways, cfg.flag_fraction, cfg.fail_fraction);
-    }
-    second_text = schedule_text(second_pass_schedule(record.rails));
-  }
-  const auto second = schedule_from(broadcast_from_root(world, second_text));
-  if (world.rank == 0 && !second.empty())
-    spdlog::info("pairwise: {} flagged node(s) measured again against the best node",
-                 second.size());
-  const auto again = gather_transfers(
-      world,
-      measure_rounds(collective, world.comm, second, plan, [&world, &rounds](size_t done, size_t) {
-        stage_beat(int64_t(rounds.size() + done));
-        stop_point(world.comm);
-      }));
-  if (world.rank == 0) record_second_pass(record.rails, again);
+  if (world.rank == 0) judge_first_pass(record, cfg, first);
+  const double confirming = steady_seconds();
+  confirm_suspects(record, cfg, world, collective, plan, rounds.size());
+  record.confirm_seconds = steady_seconds() - confirming;
+  record.seconds = steady_seconds() - started;
   record.counter_reasons = grown_counters(world, counters_before, sysfs_root);
   return record;
 }

@@ -20,70 +20,131 @@ json matrix_json(const PairMatrix& m) {
   return rows;
 }
 
-const char* const kOneWay = "one direction at a time";
-const char* const kBothWays = "both directions at once";
+const char* mode_text(PairMode mode) {
+  return mode == PairMode::one_way ? "one direction at a time" : "both directions at once";
+}
 
-// What the second pass says about a flagged node: slow against the best node too, or only in its
-// pairs.
-std::string second_pass_text(const PairwiseRail& rail, int node, const NodeFlag& flag) {
-  for (const PairRecheck& r : rail.second_pass) {
-    if (r.node != node) continue;
-    const double again = flag.direction == "send" ? r.send_gbps : r.receive_gbps;
-    const bool still_slow = again < flag.reference_gbps * 0.8;
-    return "; measured again against " + rail.hosts[size_t(r.against)] +
-           " (the best node): " + rate_text(again) +
-           (still_slow ? ", still slow: the node itself is slow"
-                       : ", normal: its pairs, not the node, are slow");
-  }
-  return "";
+std::string percent_text(double fraction) {
+  char text[16];
+  std::snprintf(text, sizeof text, fraction < 0.1 ? "%.1f%%" : "%.0f%%", 100 * fraction);
+  return text;
 }
 
 std::string rail_text(const PairwiseRecord& record, const PairwiseRail& rail) {
-  return record.rails.size() > 1 ? " on rail " + std::to_string(rail.rail) : "";
+  return record.rails.size() > 1 ? ", rail " + std::to_string(rail.rail) : "";
 }
 
-bool flagged_one_way(const PairwiseRail& rail, const NodeFlag& flag) {
-  for (const NodeFlag& f : rail.judged_one_way.nodes)
-    if (f.node == flag.node && f.direction == flag.direction) return true;
-  return false;
+const std::string& host(const PairwiseRail& rail, int node) {
+  return rail.hosts[size_t(node)];
 }
 
-// Every flag once: a node slow in a direction both one way and both ways at once is named for the
-// one-way measurement only (both ways adds a finding only when one way was fine: a duplex fault).
-template <class Visit>
-void each_flag(const PairwiseRecord& record, Visit visit) {
+// "measured again at 0.12 GB/s, 6.0% of the control vc-n1 -> vc-n2 at 2 GB/s (10 alternated
+// transfers each, noise 4%)"
+std::string measured_again(const PairwiseRail& rail, const PairConfirmation& c) {
+  std::string text = "measured again at " + rate_text(c.gbps);
+  if (c.control_from >= 0 && c.control_gbps > 0)
+    text += ", " + percent_text(c.gbps / c.control_gbps) + " of the control " +
+            host(rail, c.control_from) + " -> " + host(rail, c.control_to) + " at " +
+            rate_text(c.control_gbps);
+  return text + " (" + std::to_string(c.transfers) + " alternated transfers each, noise " +
+         percent_text(c.noise) + ")";
+}
+
+std::string first_pass(const PairConfirmation& c) {
+  const std::string of = c.kind == "node" ? "the fabric median" : "the median of the other pairs";
+  return "first pass " + rate_text(c.first_gbps) + ", " +
+         percent_text(c.first_gbps / c.first_reference_gbps) + " of " + of + " " +
+         rate_text(c.first_reference_gbps);
+}
+
+std::string suspect_name(const PairwiseRail& rail, const PairConfirmation& c) {
+  if (c.kind == "node") return host(rail, c.node) + ": " + c.direction + " direction";
+  return "link " + host(rail, c.from) + " -> " + host(rail, c.to);
+}
+
+// A confirmed flag's reason: the figures it rests on, the confirmation's first.
+std::string flag_reason(const PairwiseRecord& record, const PairwiseRail& rail,
+                        const PairConfirmation& c) {
+  std::string text = suspect_name(rail, c) + " " + measured_again(rail, c) + "; " + first_pass(c);
+  if (c.kind == "link") text += "; both nodes are otherwise fine";
+  return text + " (" + mode_text(c.mode) + rail_text(record, rail) + ")";
+}
+
+std::string transient_text(const PairwiseRecord& record, const PairwiseRail& rail,
+                           const PairConfirmation& c) {
+  return "pairwise: " + suspect_name(rail, c) + " (" + mode_text(c.mode) + rail_text(record, rail) +
+         "): " + first_pass(c) + ", but " + measured_again(rail, c) + ": transient, not flagged";
+}
+
+bool is_flag(const PairConfirmation& c) {
+  return c.kind != "pair" && c.outcome != Confirmed::transient && c.gbps >= 0;
+}
+
+// How far below its control a flag lies: the worst first.
+double severity(const PairConfirmation& c) {
+  return c.control_gbps > 0 ? c.gbps / c.control_gbps : 1.0;
+}
+
+struct Flag {
+  const PairwiseRail* rail;
+  const PairConfirmation* confirmation;
+};
+
+// Every confirmed flag of every rail, the worst first.
+std::vector<Flag> flags_of(const PairwiseRecord& record) {
+  std::vector<Flag> flags;
   for (const PairwiseRail& rail : record.rails)
-    for (const auto& [judged, mode] :
-         {std::pair{&rail.judged_one_way, kOneWay}, std::pair{&rail.judged_both_ways, kBothWays}}) {
-      for (const NodeFlag& f : judged->nodes) {
-        if (judged == &rail.judged_both_ways && flagged_one_way(rail, f)) continue;
-        visit(rail, rail.hosts[size_t(f.node)],
-              node_flag_reason(f, rail.hosts) + ", " + mode + rail_text(record, rail) +
-                  second_pass_text(rail, f.node, f),
-              f.fail);
-      }
-      for (const LinkFlag& l : judged->links)
-        visit(rail, "",
-              link_flag_reason(l, rail.hosts) + " (" + mode + rail_text(record, rail) + ")",
-              l.fail);
-    }
+    for (const PairConfirmation& c : rail.confirmations)
+      if (is_flag(c)) flags.push_back({&rail, &c});
+  std::stable_sort(flags.begin(), flags.end(), [](const Flag& a, const Flag& b) {
+    return severity(*a.confirmation) < severity(*b.confirmation);
+  });
+  return flags;
 }
 
-// How far apart the one-way bandwidths of pairs between unflagged nodes are (max over min): on a
-// fabric whose pairs differ by half, a flag near sweep.flag_fraction may be noise.
-double unflagged_spread(const PairwiseRail& rail) {
-  std::vector<bool> flagged(rail.hosts.size(), false);
-  for (const auto* judged : {&rail.judged_one_way, &rail.judged_both_ways})
-    for (const NodeFlag& f : judged->nodes) flagged[size_t(f.node)] = true;
-  double low = 0, high = 0;
-  for (size_t a = 0; a < rail.hosts.size(); ++a)
-    for (size_t b = 0; b < rail.hosts.size(); ++b) {
-      const double v = rail.one_way[a][b];
-      if (a == b || v <= 0 || flagged[a] || flagged[b]) continue;
-      low = low == 0 ? v : std::min(low, v);
-      high = std::max(high, v);
-    }
-  return low > 0 ? high / low : 1.0;
+json spread_json(const PairSpread& s) {
+  return {{"median_gbps", s.median_gbps < 0 ? json(nullptr) : json(s.median_gbps)},
+          {"mad_gbps", s.mad_gbps},
+          {"relative", s.relative()},
+          {"pairs", s.pairs}};
+}
+
+json confirmation_json(const PairwiseRail& rail, const PairConfirmation& c) {
+  const auto name = [&rail](int node) { return node < 0 ? json(nullptr) : json(host(rail, node)); };
+  return {{"kind", c.kind},
+          {"node", name(c.node)},
+          {"direction", c.direction.empty() ? json(nullptr) : json(c.direction)},
+          {"both_ways", c.mode == PairMode::both_ways},
+          {"from", name(c.from)},
+          {"to", name(c.to)},
+          {"control_from", name(c.control_from)},
+          {"control_to", name(c.control_to)},
+          {"first_gbps", c.first_gbps},
+          {"first_reference_gbps", c.first_reference_gbps},
+          {"bytes", c.bytes},
+          {"control_bytes", c.control_bytes},
+          {"transfers", c.transfers},
+          {"gbps", c.gbps < 0 ? json(nullptr) : json(c.gbps)},
+          {"control_gbps", c.control_gbps < 0 ? json(nullptr) : json(c.control_gbps)},
+          {"spread", c.spread},
+          {"control_spread", c.control_spread},
+          {"noise", c.noise},
+          {"outcome", confirmed_name(c.outcome)}};
+}
+
+// The transfers that moved fewer bytes than sweep.pair_bytes, bounded by time.
+json reduced_json(const PairwiseRail& rail, uint64_t pair_bytes) {
+  json out = json::array();
+  for (const auto& [bytes, both] :
+       {std::pair{&rail.one_way_bytes, false}, std::pair{&rail.both_ways_bytes, true}})
+    for (size_t a = 0; a < bytes->size(); ++a)
+      for (size_t b = 0; b < (*bytes)[a].size(); ++b)
+        if (a != b && (*bytes)[a][b] > 0 && (*bytes)[a][b] < pair_bytes)
+          out.push_back({{"from", rail.hosts[a]},
+                         {"to", rail.hosts[b]},
+                         {"both_ways", both},
+                         {"bytes", (*bytes)[a][b]}});
+  return out;
 }
 
 }  // namespace
@@ -91,89 +152,90 @@ double unflagged_spread(const PairwiseRail& rail) {
 json pairwise_json(const PairwiseRecord& record) {
   json rails = json::array();
   for (const PairwiseRail& rail : record.rails) {
-    json second = json::array();
-    for (const PairRecheck& r : rail.second_pass)
-      second.push_back({{"node", rail.hosts[size_t(r.node)]},
-                        {"against", rail.hosts[size_t(r.against)]},
-                        {"send_gbps", r.send_gbps},
-                        {"receive_gbps", r.receive_gbps},
-                        {"both_send_gbps", r.both_send_gbps},
-                        {"both_receive_gbps", r.both_receive_gbps}});
-    json links = json::array();
-    each_flag(record,
-              [&](const PairwiseRail& at, const std::string& host, const std::string& why, bool) {
-                if (&at == &rail && host.empty()) links.push_back(why);
-              });
+    json confirmations = json::array(), links = json::array(), transient = json::array();
+    for (const PairConfirmation& c : rail.confirmations) {
+      confirmations.push_back(confirmation_json(rail, c));
+      if (c.kind == "link" && is_flag(c)) links.push_back(flag_reason(record, rail, c));
+      if (c.kind != "pair" && !is_flag(c)) transient.push_back(transient_text(record, rail, c));
+    }
     rails.push_back({{"rail", rail.rail},
                      {"hosts", rail.hosts},
                      {"world_ranks", rail.world_ranks},
                      {"one_way_gbps", matrix_json(rail.one_way)},
                      {"both_ways_gbps", matrix_json(rail.both_ways)},
+                     {"reduced", reduced_json(rail, record.pair_bytes)},
+                     {"spread",
+                      {{"one_way", spread_json(rail.spread_one_way)},
+                       {"both_ways", spread_json(rail.spread_both_ways)}}},
+                     {"confirmations", confirmations},
                      {"bad_links", links},
-                     {"note", rail.judged_one_way.note},
-                     {"second_pass", second}});
+                     {"transient", transient},
+                     {"note", rail.judged_one_way.note}});
   }
   return {{"pair_bytes", record.pair_bytes},
           {"pair_iters", record.pair_iters},
+          {"confirm_iters", record.confirm_iters},
+          {"seconds", record.seconds},
+          {"confirm_seconds", record.confirm_seconds},
           {"rails", rails},
           {"wrong", record.wrong},
           {"first_wrong", record.first_wrong}};
 }
 
 std::vector<std::string> pairwise_warnings(const PairwiseRecord& record) {
-  std::vector<std::string> warnings;
-  for (const PairwiseRail& rail : record.rails) {
-    const double spread = unflagged_spread(rail);
-    if (spread <= 1.5) continue;
-    char text[400];
-    std::snprintf(text, sizeof text,
-                  "pairwise%s: the fastest pair of unflagged nodes is %.2gx the slowest: flags "
-                  "near sweep.flag_fraction may be noise (more sweep.pair_bytes or "
-                  "sweep.pair_iters, or a quieter fabric, narrow it)",
-                  rail_text(record, rail).c_str(), spread);
-    warnings.push_back(text);
-  }
-  return warnings;
+  std::vector<std::string> notes;
+  for (const PairwiseRail& rail : record.rails)
+    for (const PairConfirmation& c : rail.confirmations)
+      if (c.kind != "pair" && !is_flag(c)) notes.push_back(transient_text(record, rail, c));
+  return notes;
 }
 
 std::map<std::string, std::vector<std::string>> pairwise_node_reasons(
     const PairwiseRecord& record) {
   std::map<std::string, std::vector<std::string>> reasons = record.counter_reasons;
-  each_flag(record,
-            [&](const PairwiseRail&, const std::string& host, const std::string& why, bool) {
-              if (!host.empty()) reasons[host].push_back(why);
-            });
+  for (const Flag& f : flags_of(record))
+    if (f.confirmation->kind == "node")
+      reasons[host(*f.rail, f.confirmation->node)].push_back(
+          flag_reason(record, *f.rail, *f.confirmation));
   return reasons;
 }
 
 json pairwise_checks(const PairwiseRecord& record) {
   json checks = json::array();
-  checks.push_back(gate_check(
-      "pairwise_correctness", record.wrong, 0, record.wrong == 0 ? "pass" : "fail",
-      record.wrong == 0 ? "every element every pair sent arrived intact" : record.first_wrong));
-  int flags = 0;
+  bool measured = false;
+  for (const PairwiseRail& rail : record.rails) measured = measured || rail.hosts.size() > 1;
+  const std::string none = "no pair measured: every rail has one node";
+  checks.push_back(gate_check("pairwise_correctness", record.wrong, 0,
+                              !measured           ? "n/a"
+                              : record.wrong == 0 ? "pass"
+                                                  : "fail",
+                              !measured           ? none
+                              : record.wrong == 0 ? "every element every pair sent arrived intact"
+                                                  : record.first_wrong));
+  const std::vector<Flag> flags = flags_of(record);
+  int count = int(flags.size());
   bool fail = false;
   std::string first;
-  each_flag(record, [&](const PairwiseRail&, const std::string&, const std::string& why, bool f) {
-    ++flags;
-    fail = fail || f;
-    if (first.empty()) first = why;
-  });
-  for (const auto& [host, grown] : record.counter_reasons) {
-    flags += int(grown.size());
-    if (first.empty()) first = host + ": " + grown.front();
+  for (const Flag& f : flags) {
+    fail = fail || f.confirmation->outcome == Confirmed::failed;
+    if (first.empty()) first = flag_reason(record, *f.rail, *f.confirmation);
+  }
+  for (const auto& [host_name, grown] : record.counter_reasons) {
+    count += int(grown.size());
+    if (first.empty()) first = host_name + ": " + grown.front();
   }
   std::string note;
   for (const PairwiseRail& rail : record.rails)
     if (note.empty()) note = rail.judged_one_way.note;
-  const std::string reason = flags > 0 ? std::to_string(flags) + " flag(s); the first: " + first
-                             : note.empty() ? "no node or link below sweep.flag_fraction"
+  if (!measured) note = none;
+  const std::string reason = count > 0 ? std::to_string(count) + " flag(s); the worst: " + first
+                             : note.empty() ? "no node or link confirmed below sweep.flag_fraction"
                                             : note;
   // Under 3 nodes there is no majority to judge a node against: the check judged nothing.
-  const bool judged = flags > 0 || note.empty();
-  checks.push_back(gate_check("pairwise_flags", flags, 0,
+  const bool judged = count > 0 || note.empty();
+  checks.push_back(gate_check("pairwise_flags", count, 0,
                               fail     ? "fail"
-                              : flags  ? "warn"
+                              : count  ? "warn"
                               : judged ? "pass"
                                        : "n/a",
                               reason));

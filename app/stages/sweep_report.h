@@ -10,6 +10,7 @@
 
 #include "app/stages/sweep_config.h"
 #include "fabric/pair_judgement.h"
+#include "fabric/pairwise.h"
 #include "fabric/sweep_runner.h"
 
 namespace tp {
@@ -21,11 +22,22 @@ struct SweepGroupRecord {
   std::vector<SweepRow> rows;
 };
 
-// A flagged node measured again against the best node of its rail, alone on the fabric.
-struct PairRecheck {
-  int node = 0, against = 0;                         // indices into the rail's nodes
-  double send_gbps = 0, receive_gbps = 0;            // one direction at a time
-  double both_send_gbps = 0, both_receive_gbps = 0;  // both at once
+// A first-pass suspect measured again, its transfers alternated with a control's (docs/sweep.md,
+// "Confirming a flag"). Node indices are into the rail's nodes.
+struct PairConfirmation {
+  std::string kind;       // "node", "link", or "pair" (a pair below gate.min_pair_gbps)
+  int node = -1;          // kind "node": the node under suspicion
+  std::string direction;  // kind "node": "send" or "receive"
+  PairMode mode = PairMode::one_way;
+  int from = -1, to = -1;                           // the suspect transfer
+  int control_from = -1, control_to = -1;           // the control transfer; -1: none exists
+  double first_gbps = 0, first_reference_gbps = 0;  // the first pass's figures
+  uint64_t bytes = 0, control_bytes = 0;            // per transfer
+  int transfers = 0;                                // of each, alternated
+  double gbps = -1, control_gbps = -1;              // their medians; -1: not measured
+  double spread = 0, control_spread = 0;            // relative median absolute deviation of each
+  double noise = 0;                                 // the relative spread a flag had to clear
+  Confirmed outcome = Confirmed::transient;
 };
 
 // The pairwise pass over one rail: local rank `rail` of every node that has one (pair_ranks=node
@@ -35,13 +47,20 @@ struct PairwiseRail {
   std::vector<std::string> hosts;  // the nodes taking part, in world order
   std::vector<int> world_ranks;    // the rank measuring for each of them
   PairMatrix one_way, both_ways;   // [i][j]: GB/s from hosts[i] to hosts[j]; -1 on the diagonal
-  PairJudgement judged_one_way, judged_both_ways;
-  std::vector<PairRecheck> second_pass;
+  // [i][j]: bytes per transfer, fewer than pair_bytes where the transfer was time-bounded
+  std::vector<std::vector<uint64_t>> one_way_bytes, both_ways_bytes;
+  PairJudgement judged_one_way, judged_both_ways;  // the first pass: suspects, not yet flags
+  PairSpread spread_one_way, spread_both_ways;     // of the pairs of unsuspected nodes
+  std::vector<PairConfirmation> confirmations;
 };
 
 struct PairwiseRecord {
   uint64_t pair_bytes = 0;
   int pair_iters = 0;
+  int confirm_iters = 0;       // transfers of a suspect, and as many of its control
+  double min_pair_gbps = 0;    // a one-way pair below it is measured again (gate.min_pair_gbps)
+  double seconds = 0;          // the whole pass on rank 0, confirmation included
+  double confirm_seconds = 0;  // of which measuring suspects again
   std::vector<PairwiseRail> rails;
   // host -> its InfiniBand ports whose error counters grew during the pass
   std::map<std::string, std::vector<std::string>> counter_reasons;

@@ -103,12 +103,8 @@ TEST(PairJudgement, ANodeWhoseReceiveIsThrottledIsNamedWithItsDirection) {
     EXPECT_EQ(j.nodes[0].direction, "receive");
     EXPECT_TRUE(j.nodes[0].fail) << "4% is below the fail fraction";
     EXPECT_TRUE(j.links.empty()) << "the slow node explains its slow pairs";
-    const std::vector<std::string> hosts = {"vc-n1", "vc-n2", "vc-n3", "vc-n4", "vc-n5"};
-    if (n == 3) {
-      EXPECT_EQ(tp::node_flag_reason(j.nodes[0], hosts),
-                "vc-n3: median pair bandwidth 3.6 MB/s is 3.8% of the fabric median 95 MB/s "
-                "(receive direction)");
-    }
+    EXPECT_DOUBLE_EQ(j.nodes[0].median_gbps, 0.0036);
+    EXPECT_DOUBLE_EQ(j.nodes[0].reference_gbps, 0.095);
   }
 }
 
@@ -133,9 +129,17 @@ TEST(PairJudgement, ASlowPairBetweenHealthyNodesIsABadLink) {
     EXPECT_EQ(j.links[0].from, 0);
     EXPECT_EQ(j.links[0].to, 1);
     EXPECT_TRUE(j.links[0].fail);
-    EXPECT_THAT(tp::link_flag_reason(j.links[0], {"a", "b", "c", "d", "e"}),
-                HasSubstr("link a -> b: 2 GB/s is 20%"));
+    EXPECT_DOUBLE_EQ(j.links[0].reference_gbps, 10.0);
   }
+}
+
+TEST(PairJudgement, RatesReadInFixedNotationWithThreeDigits) {
+  EXPECT_EQ(tp::rate_text(0.0036), "3.60 MB/s");
+  EXPECT_EQ(tp::rate_text(0.095), "95.0 MB/s");
+  EXPECT_EQ(tp::rate_text(0.99999), "1.00 GB/s");
+  EXPECT_EQ(tp::rate_text(123.456), "123 GB/s");
+  EXPECT_EQ(tp::rate_text(1234.4), "1234 GB/s");
+  EXPECT_EQ(tp::rate_text(0.0000012), "0.001 MB/s");
 }
 
 TEST(PairJudgement, FewerThanThreeNodesAreNotJudged) {

@@ -1,7 +1,9 @@
-// The pairwise pass in the report: flags once per node and direction, the second pass's verdict on
-// each flagged node, and the checks that set the verdict (app/stages/sweep_pairwise_report.h).
+// The pairwise pass in the report: a first-pass suspect is a flag only once its confirmation
+// beside a control stays below sweep.flag_fraction by more than the noise; otherwise it is a
+// transient note with both figures (app/stages/sweep_confirm.h, sweep_pairwise_report.h).
 #include <gtest/gtest.h>
 
+#include "app/stages/sweep_confirm.h"
 #include "app/stages/sweep_pairwise_report.h"
 #include "app/stages/sweep_report.h"
 
@@ -19,40 +21,120 @@ tp::PairwiseRail rail(double slow) {
   return r;
 }
 
-tp::PairwiseRecord record(double slow, double again) {
+tp::PairwiseRecord record(double slow) {
   tp::PairwiseRecord p;
   p.pair_bytes = 1 << 20;
   p.pair_iters = 3;
+  p.confirm_iters = 6;
   p.rails = {rail(slow)};
-  if (slow < 0.8) p.rails[0].second_pass = {{2, 0, again, again, again, again}};
   return p;
 }
 
-TEST(PairwiseReport, ASlowNodeIsNamedOncePerDirectionWithTheSecondPass) {
-  const auto reasons = tp::pairwise_node_reasons(record(0.004, 0.004));
+// Each trial's suspect measured at `again` GB/s and its control at 1, with `jitter` as the
+// relative spread of the control's transfers.
+std::vector<tp::TrialTransfer> measured(const std::vector<tp::PairTrial>& trials, double again,
+                                        double jitter = 0.02) {
+  std::vector<tp::TrialTransfer> out;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const auto& t = trials[i];
+    const double s = double(t.suspect_bytes) / again / 1e9;
+    out.push_back({int(i),
+                   false,
+                   {t.suspect.first, t.suspect.second, t.mode, s, t.suspect_bytes, 0, 0},
+                   0.01 * s,
+                   6});
+    const double c = double(t.control_bytes) / 1.0 / 1e9;
+    out.push_back({int(i),
+                   true,
+                   {t.control.first, t.control.second, t.mode, c, t.control_bytes, 0, 0},
+                   jitter * c,
+                   6});
+  }
+  return out;
+}
+
+tp::PairwiseRecord confirmed(double slow, double again, double jitter = 0.02) {
+  tp::PairwiseRecord p = record(slow);
+  const auto trials = tp::plan_confirmations(p, 1 << 16);
+  tp::record_confirmations(p, measured(trials, again, jitter), 0.8, 0.5);
+  return p;
+}
+
+TEST(PairwiseConfirm, ASuspectNodeIsMeasuredBesideAControlOnTheSameSide) {
+  tp::PairwiseRecord p = record(0.004);
+  const auto trials = tp::plan_confirmations(p, 1 << 16);
+  // n3 sends and receives slowly: one trial per direction, one way only (both ways adds a suspect
+  // only where one way was fine).
+  ASSERT_EQ(trials.size(), 2u);
+  const auto& send = p.rails[0].confirmations[0];
+  EXPECT_EQ(send.direction, "send");
+  EXPECT_EQ(trials[0].suspect, (tp::RankPair{2, 0}));  // n3 -> the best node
+  EXPECT_EQ(trials[0].control, (tp::RankPair{1, 0}));  // another sender to the same receiver
+  EXPECT_EQ(trials[1].suspect, (tp::RankPair{0, 2}));
+  EXPECT_EQ(trials[1].control, (tp::RankPair{0, 1}));
+  // The suspect's bytes shrink with its first-pass figure (never below the probe), so its
+  // transfers take about as long as the control's.
+  EXPECT_EQ(trials[0].suspect_bytes, uint64_t(1 << 16));
+  EXPECT_EQ(trials[0].control_bytes, uint64_t(1 << 18)) << "a quarter of sweep.pair_bytes";
+}
+
+TEST(PairwiseConfirm, ASlowNodeConfirmedIsFlaggedWithTheFiguresItRestsOn) {
+  const tp::PairwiseRecord p = confirmed(0.004, 0.004);
+  const auto reasons = tp::pairwise_node_reasons(p);
   ASSERT_EQ(reasons.size(), 1u);
   const auto& n3 = reasons.at("n3");
-  ASSERT_EQ(n3.size(), 2u) << "both ways adds nothing where one way already flagged";
-  EXPECT_NE(n3[0].find("(send direction), one direction at a time"), std::string::npos) << n3[0];
-  EXPECT_NE(n3[1].find("(receive direction)"), std::string::npos) << n3[1];
-  for (const auto& why : n3)
-    EXPECT_NE(why.find("measured again against n1 (the best node): 4 MB/s, still slow"),
-              std::string::npos)
-        << why;
-  const auto checks = tp::pairwise_checks(record(0.004, 0.004));
+  ASSERT_EQ(n3.size(), 2u);
+  EXPECT_NE(
+      n3[0].find("n3: send direction measured again at 4.00 MB/s, 0.4% of the control n2 -> "
+                 "n1 at 1.00 GB/s (6 alternated transfers each, noise 1.7%); first pass 4.00 MB/s, "
+                 "0.4% of the fabric median 1.00 GB/s (one direction at a time)"),
+      std::string::npos)
+      << n3[0] << "\n"
+      << n3[1];
+  const auto checks = tp::pairwise_checks(p);
   EXPECT_EQ(checks[0]["status"], "pass");
-  EXPECT_EQ(checks[1]["status"], "fail");  // 0.4% is below sweep.fail_fraction
-}
-
-TEST(PairwiseReport, NormalAgainstTheBestNodeMeansItsPairsAreSlow) {
-  const auto reasons = tp::pairwise_node_reasons(record(0.7, 1.0));
-  EXPECT_NE(reasons.at("n3")[0].find("normal: its pairs, not the node, are slow"),
+  EXPECT_EQ(checks[1]["status"], "fail");  // below sweep.fail_fraction
+  EXPECT_NE(checks[1]["reason"].get<std::string>().find("2 flag(s); the worst: n3"),
             std::string::npos);
-  EXPECT_EQ(tp::pairwise_checks(record(0.7, 1.0))[1]["status"], "warn");
 }
 
-TEST(PairwiseReport, AHealthyFabricPassesAndAWrongElementFails) {
-  tp::PairwiseRecord healthy = record(1.0, 0);
+TEST(PairwiseConfirm, ASuspectNormalBesideItsControlIsATransientNotAFlag) {
+  const tp::PairwiseRecord p = confirmed(0.7, 0.95);
+  EXPECT_TRUE(tp::pairwise_node_reasons(p).empty());
+  EXPECT_EQ(tp::pairwise_checks(p)[1]["status"], "pass");
+  const auto notes = tp::pairwise_warnings(p);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("first pass 700 MB/s, 70% of the fabric median 1.00 GB/s, but measured "
+                          "again at 950 MB/s"),
+            std::string::npos)
+      << notes[0];
+  EXPECT_NE(notes[0].find("transient, not flagged"), std::string::npos) << notes[0];
+}
+
+TEST(PairwiseConfirm, AFlagMustClearTheNoise) {
+  // 70% of its control is below sweep.flag_fraction (0.8), but not by more than a control whose
+  // transfers spread by 15%: transient. With 2% spread it is a flag.
+  EXPECT_EQ(tp::pairwise_checks(confirmed(0.6, 0.7, 0.15))[1]["status"], "pass");
+  EXPECT_EQ(tp::pairwise_checks(confirmed(0.6, 0.7, 0.02))[1]["status"], "warn");
+}
+
+TEST(PairwiseConfirm, TheRuleItself) {
+  using tp::Confirmed;
+  EXPECT_EQ(tp::confirm(0.7, 1.0, 0.0, 0.8, 0.5), Confirmed::flagged);
+  EXPECT_EQ(tp::confirm(0.7, 1.0, 0.15, 0.8, 0.5), Confirmed::transient);
+  EXPECT_EQ(tp::confirm(0.4, 1.0, 0.05, 0.8, 0.5), Confirmed::failed);
+  EXPECT_EQ(tp::confirm(0.46, 1.0, 0.05, 0.8, 0.5), Confirmed::flagged);
+  EXPECT_EQ(tp::confirm(0.4, -1.0, 0.0, 0.8, 0.5), Confirmed::transient) << "no control measured";
+  const tp::PairSpread s =
+      tp::spread_of({{-1, 1.0, 2.0}, {1.2, -1, 0.1}, {0.8, 0.1, -1}}, {false, false, true});
+  EXPECT_EQ(s.pairs, 2);
+  EXPECT_DOUBLE_EQ(s.median_gbps, 1.1);
+  EXPECT_NEAR(s.mad_gbps, 0.1, 1e-12);
+}
+
+TEST(PairwiseConfirm, AHealthyFabricPassesAndAWrongElementFails) {
+  tp::PairwiseRecord healthy = confirmed(1.0, 1.0);
+  EXPECT_TRUE(healthy.rails[0].confirmations.empty());
   EXPECT_TRUE(tp::pairwise_node_reasons(healthy).empty());
   EXPECT_EQ(tp::pairwise_checks(healthy)[1]["status"], "pass");
   EXPECT_TRUE(tp::pairwise_warnings(healthy).empty());
@@ -63,21 +145,43 @@ TEST(PairwiseReport, AHealthyFabricPassesAndAWrongElementFails) {
   EXPECT_EQ(checks[0]["reason"], healthy.first_wrong);
 }
 
-TEST(PairwiseReport, GrownErrorCountersFlagTheirNode) {
-  tp::PairwiseRecord p = record(1.0, 0);
+TEST(PairwiseConfirm, OneNodeMeasuresNothingAndSaysSo) {
+  tp::PairwiseRecord p;
+  tp::PairwiseRail r;
+  r.hosts = {"n1"};
+  r.world_ranks = {0};
+  r.one_way = r.both_ways = {{-1}};
+  r.judged_one_way = r.judged_both_ways = tp::judge_pairs(r.one_way, 0.8, 0.5);
+  p.rails = {r};
+  const auto checks = tp::pairwise_checks(p);
+  EXPECT_EQ(checks[0]["status"], "n/a");
+  EXPECT_EQ(checks[1]["status"], "n/a");
+}
+
+TEST(PairwiseConfirm, APairBelowTheGateIsMeasuredAgainEvenAtTwoNodes) {
+  tp::PairwiseRecord p;
+  p.pair_bytes = 1 << 20;
+  p.confirm_iters = 6;
+  p.min_pair_gbps = 5;
+  tp::PairwiseRail r;
+  r.hosts = {"n1", "n2"};
+  r.world_ranks = {0, 1};
+  r.one_way = {{-1, 4.0}, {6.0, -1}};
+  r.both_ways = r.one_way;
+  r.judged_one_way = r.judged_both_ways = tp::judge_pairs(r.one_way, 0.8, 0.5);
+  p.rails = {r};
+  const auto trials = tp::plan_confirmations(p, 1 << 16);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].suspect, (tp::RankPair{0, 1}));
+  EXPECT_EQ(trials[0].control, (tp::RankPair{-1, -1})) << "no third node to control with";
+  EXPECT_EQ(p.rails[0].confirmations[0].kind, "pair");
+}
+
+TEST(PairwiseConfirm, GrownErrorCountersFlagTheirNode) {
+  tp::PairwiseRecord p = confirmed(1.0, 1.0);
   p.counter_reasons["n2"] = {"InfiniBand mlx5_0 port 1: symbol_error grew by 12 (3 -> 15)"};
   EXPECT_EQ(tp::pairwise_node_reasons(p).at("n2").size(), 1u);
   EXPECT_EQ(tp::pairwise_checks(p)[1]["status"], "warn");
-}
-
-TEST(PairwiseReport, NoisyPairsAreSaid) {
-  tp::PairwiseRecord p = record(1.0, 0);
-  p.rails[0].one_way[0][1] = 2.0;  // one healthy pair twice as fast as the others
-  p.rails[0].judged_one_way = tp::judge_pairs(p.rails[0].one_way, 0.25, 0.1);
-  p.rails[0].judged_both_ways = tp::judge_pairs(p.rails[0].both_ways, 0.25, 0.1);
-  const auto warnings = tp::pairwise_warnings(p);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("2x the slowest"), std::string::npos) << warnings[0];
 }
 
 }  // namespace

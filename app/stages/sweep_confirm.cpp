@@ -1,0 +1,201 @@
+#include "app/stages/sweep_confirm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/stats.h"
+
+namespace tp {
+namespace {
+
+// The nodes of the rail that are suspects in either mode.
+std::vector<bool> suspected_nodes(const PairwiseRail& rail) {
+  std::vector<bool> suspected(rail.hosts.size(), false);
+  for (const auto* judged : {&rail.judged_one_way, &rail.judged_both_ways})
+    for (const NodeFlag& f : judged->nodes) suspected[size_t(f.node)] = true;
+  return suspected;
+}
+
+// Nodes other than `a` and `b`, unsuspected first, each group fastest first (the median of its
+// one-way pairs, both directions).
+std::vector<int> controls_for(const PairwiseRail& rail, const std::vector<bool>& suspected, int a,
+                              int b) {
+  std::vector<std::pair<double, int>> ranked;
+  for (size_t i = 0; i < rail.hosts.size(); ++i) {
+    if (int(i) == a || int(i) == b) continue;
+    std::vector<double> mine;
+    for (size_t j = 0; j < rail.hosts.size(); ++j)
+      if (i != j) mine.insert(mine.end(), {rail.one_way[i][j], rail.one_way[j][i]});
+    const double key = (suspected[i] ? 0.0 : 1e12) + median(mine);
+    ranked.emplace_back(-key, int(i));
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<int> out;
+  for (const auto& r : ranked) out.push_back(r.second);
+  return out;
+}
+
+uint64_t bytes_of(const PairwiseRail& rail, PairMode mode, int from, int to) {
+  const auto& bytes = mode == PairMode::one_way ? rail.one_way_bytes : rail.both_ways_bytes;
+  return bytes.empty() ? 0 : bytes[size_t(from)][size_t(to)];
+}
+
+// The suspect's transfers move about as long as the control's: its bytes shrink with its
+// first-pass figure, never below the floor nor above what the first pass moved.
+uint64_t suspect_bytes(const PairConfirmation& c, uint64_t first_bytes, uint64_t floor_bytes) {
+  const double ratio =
+      c.first_reference_gbps > 0 ? std::min(1.0, c.first_gbps / c.first_reference_gbps) : 1.0;
+  const uint64_t scaled = uint64_t(double(first_bytes) * ratio) / 4 * 4;
+  return std::min(first_bytes, std::max(std::min(floor_bytes, first_bytes), scaled));
+}
+
+struct Planner {
+  PairwiseRecord& record;
+  uint64_t floor_bytes;
+  std::vector<PairTrial> trials;
+
+  void add(PairwiseRail& rail, PairConfirmation c) {
+    // A quarter of sweep.pair_bytes: twice the transfers of the first pass, alternated with as
+    // many of the control, cost a trial about one round of the pass. A transfer of a quarter is
+    // still long enough to be timed by its bandwidth, not its latency (the probe is smaller).
+    const uint64_t share = std::max(floor_bytes, record.pair_bytes / 4 / 4 * 4);
+    const uint64_t first = bytes_of(rail, c.mode, c.from, c.to);
+    c.bytes = suspect_bytes(c, std::min(share, first > 0 ? first : share), floor_bytes);
+    c.control_bytes = c.control_from >= 0 ? share : 0;
+    c.transfers = record.confirm_iters;
+    PairTrial t;
+    t.suspect = {rail.world_ranks[size_t(c.from)], rail.world_ranks[size_t(c.to)]};
+    if (c.control_from >= 0)
+      t.control = {rail.world_ranks[size_t(c.control_from)],
+                   rail.world_ranks[size_t(c.control_to)]};
+    t.mode = c.mode;
+    t.suspect_bytes = c.bytes;
+    t.control_bytes = c.control_bytes;
+    trials.push_back(t);
+    rail.confirmations.push_back(std::move(c));
+  }
+
+  // A node in a direction: against its rail's best unsuspected node, with the second best as the
+  // control on the same side (same receiver for a sender, same sender for a receiver).
+  void node(PairwiseRail& rail, const NodeFlag& f, PairMode mode,
+            const std::vector<bool>& suspected) {
+    const std::vector<int> others = controls_for(rail, suspected, f.node, -1);
+    if (others.size() < 2) return;
+    const int partner = others[0], control = others[1];
+    PairConfirmation c;
+    c.kind = "node";
+    c.node = f.node;
+    c.direction = f.direction;
+    c.mode = mode;
+    c.first_gbps = f.median_gbps;
+    c.first_reference_gbps = f.reference_gbps;
+    const bool sends = f.direction == "send";
+    c.from = sends ? f.node : partner;
+    c.to = sends ? partner : f.node;
+    c.control_from = sends ? control : partner;
+    c.control_to = sends ? partner : control;
+    add(rail, c);
+  }
+
+  // A link (or a pair below gate.min_pair_gbps): the same receiver from the best other node.
+  void link(PairwiseRail& rail, const std::string& kind, int from, int to, PairMode mode,
+            double gbps, double reference, const std::vector<bool>& suspected) {
+    PairConfirmation c;
+    c.kind = kind;
+    c.mode = mode;
+    c.from = from;
+    c.to = to;
+    c.first_gbps = gbps;
+    c.first_reference_gbps = reference;
+    const std::vector<int> others = controls_for(rail, suspected, from, to);
+    if (!others.empty()) c.control_from = others[0], c.control_to = to;
+    add(rail, c);
+  }
+};
+
+bool node_suspect_one_way(const PairwiseRail& rail, const NodeFlag& f) {
+  for (const NodeFlag& g : rail.judged_one_way.nodes)
+    if (g.node == f.node && g.direction == f.direction) return true;
+  return false;
+}
+
+bool has_link(const PairwiseRail& rail, int from, int to) {
+  for (const PairConfirmation& c : rail.confirmations)
+    if (c.kind == "link" && c.mode == PairMode::one_way && c.from == from && c.to == to)
+      return true;
+  return false;
+}
+
+// How far the ratio of the two medians may stray by chance: the standard error of a median of K
+// transfers is about 1.25 standard deviations over sqrt(K), and a standard deviation about 1.48
+// median absolute deviations; the suspect's and the control's errors add in quadrature.
+double median_error(const PairConfirmation& c) {
+  if (c.transfers <= 0) return 0;
+  const double per_median = 1.25 * 1.48 / std::sqrt(double(c.transfers));
+  return per_median * std::hypot(c.spread, c.control_spread);
+}
+
+}  // namespace
+
+std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor_bytes) {
+  Planner planner{record, floor_bytes, {}};
+  for (PairwiseRail& rail : record.rails) {
+    const std::vector<bool> suspected = suspected_nodes(rail);
+    rail.spread_one_way = spread_of(rail.one_way, suspected);
+    rail.spread_both_ways = spread_of(rail.both_ways, suspected);
+    // A node slow both one way and both ways is measured one way only; both ways adds a suspect
+    // only where one way was fine (a duplex fault).
+    for (const NodeFlag& f : rail.judged_one_way.nodes)
+      planner.node(rail, f, PairMode::one_way, suspected);
+    for (const NodeFlag& f : rail.judged_both_ways.nodes)
+      if (!node_suspect_one_way(rail, f)) planner.node(rail, f, PairMode::both_ways, suspected);
+    for (const auto& [judged, mode] : {std::pair{&rail.judged_one_way, PairMode::one_way},
+                                       std::pair{&rail.judged_both_ways, PairMode::both_ways}})
+      for (const LinkFlag& l : judged->links)
+        planner.link(rail, "link", l.from, l.to, mode, l.gbps, l.reference_gbps, suspected);
+    if (record.min_pair_gbps <= 0) continue;
+    for (size_t a = 0; a < rail.hosts.size(); ++a)
+      for (size_t b = 0; b < rail.hosts.size(); ++b) {
+        const double v = rail.one_way[a][b];
+        if (a == b || v < 0 || v >= record.min_pair_gbps || suspected[a] || suspected[b] ||
+            has_link(rail, int(a), int(b)))
+          continue;
+        planner.link(rail, "pair", int(a), int(b), PairMode::one_way, v, record.min_pair_gbps,
+                     suspected);
+      }
+  }
+  return planner.trials;
+}
+
+void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,
+                          double flag_fraction, double fail_fraction) {
+  std::vector<PairConfirmation*> in_order;
+  for (PairwiseRail& rail : record.rails)
+    for (PairConfirmation& c : rail.confirmations) in_order.push_back(&c);
+  for (const TrialTransfer& t : measured) {
+    if (t.trial < 0 || size_t(t.trial) >= in_order.size()) continue;
+    PairConfirmation& c = *in_order[size_t(t.trial)];
+    const double relative = t.transfer.seconds > 0 ? t.mad_seconds / t.transfer.seconds : 0.0;
+    (t.control ? c.control_gbps : c.gbps) = t.transfer.gbps();
+    (t.control ? c.control_spread : c.spread) = relative;
+    if (t.transfer.wrong > 0) {
+      record.wrong += t.transfer.wrong;
+      if (record.first_wrong.empty())
+        record.first_wrong = "confirmation: " + std::to_string(t.transfer.wrong) +
+                             " wrong element(s) received by rank " + std::to_string(t.transfer.to) +
+                             " from rank " + std::to_string(t.transfer.from);
+    }
+  }
+  for (PairwiseRail& rail : record.rails)
+    for (PairConfirmation& c : rail.confirmations) {
+      const PairSpread& healthy =
+          c.mode == PairMode::one_way ? rail.spread_one_way : rail.spread_both_ways;
+      c.noise = std::max(healthy.relative(), median_error(c));
+      // A pair below gate.min_pair_gbps is that threshold's to judge (app/judge/gate_judge.cpp).
+      c.outcome = c.kind == "pair"
+                      ? Confirmed::transient
+                      : confirm(c.gbps, c.control_gbps, c.noise, flag_fraction, fail_fraction);
+    }
+}
+
+}  // namespace tp
