@@ -57,8 +57,9 @@ po::options_description gate_options() {
       ("gate.busbw_bytes", po::value<int64_t>()->default_value(int64_t(64) << 20),
        "the buffer size gate.min_busbw_gbps is judged at (the sweep's nearest row not below it)")
       ("gate.min_pair_gbps", po::value<double>()->default_value(0.0),
-       "pairwise: least bandwidth of every pair of nodes (GB/s); the fraction rule is "
-       "sweep.flag_fraction and sweep.fail_fraction. Under 3 nodes the pairwise check is n/a")
+       "pairwise: least bandwidth of every pair of nodes, one direction (GB/s); a pair below it "
+       "is measured again and fails only below it by more than its measured noise, at any node "
+       "count (the fraction rule is sweep.flag_fraction and sweep.fail_fraction)")
       ("gate.max_step_cv", po::value<double>()->default_value(0.0),
        "train: largest coefficient of variation (stddev / mean) of the step time")
       ("gate.min_au", po::value<double>()->default_value(0.0),
@@ -69,11 +70,20 @@ po::options_description gate_options() {
        "train: largest share of the step p50 spent waiting for communication after compute")
       ("gate.min_ckpt_write_gbps", po::value<double>()->default_value(0.0),
        "train: least aggregate checkpoint write bandwidth (GB/s)")
+      ("gate.min_ckpt_write_gbps_per_node", po::value<double>()->default_value(0.0),
+       "train: least aggregate checkpoint write bandwidth per node (GB/s), judged times the "
+       "job's node count, so one host file holds at any size")
+      ("gate.min_ckpt_write_gbps_per_gpu", po::value<double>()->default_value(0.0),
+       "train: the same per GPU, times the ranks that drive a GPU (n/a without one)")
       ("gate.max_ckpt_stall_fraction", po::value<double>()->default_value(0.0),
        "train: largest checkpoint.stall_fraction (stall per checkpoint over the step p50 "
        "times checkpoint.every)")
       ("gate.min_restore_gbps", po::value<double>()->default_value(0.0),
        "restore: least cold-restore read bandwidth (GB/s)")
+      ("gate.min_restore_gbps_per_node", po::value<double>()->default_value(0.0),
+       "restore: least cold-restore read bandwidth per node (GB/s), times the node count")
+      ("gate.min_restore_gbps_per_gpu", po::value<double>()->default_value(0.0),
+       "restore: the same per GPU, times the ranks that drive a GPU (n/a without one)")
       ("gate.max_restore_s", po::value<double>()->default_value(0.0),
        "restore: longest cold restore of the last checkpoint (s)")
       ("gate.min_goodput", po::value<double>()->default_value(0.0),

@@ -17,6 +17,7 @@ struct ThresholdOption {
   Direction direction;
   const char* stage;
   const char* metric;
+  const char* per = "";  // "node", "gpu": a figure per unit, scaled by the job's size
 };
 
 // Every threshold of the [gate] section, the stage that measures it, and what it is.
@@ -29,10 +30,18 @@ const ThresholdOption kThresholdOptions[] = {
     {"max_comm_exposed_fraction", Direction::at_most, "train",
      "exposed communication over the step time"},
     {"min_ckpt_write_gbps", Direction::at_least, "train", "checkpoint write bandwidth"},
+    {"min_ckpt_write_gbps_per_node", Direction::at_least, "train",
+     "checkpoint write bandwidth per node", "node"},
+    {"min_ckpt_write_gbps_per_gpu", Direction::at_least, "train",
+     "checkpoint write bandwidth per GPU", "gpu"},
     {"max_ckpt_stall_fraction", Direction::at_most, "train", "checkpoint stall fraction"},
     {"min_goodput", Direction::at_least, "train", "goodput of the training stage"},
     {"min_job_goodput", Direction::at_least, "train", "goodput of the whole job"},
     {"min_restore_gbps", Direction::at_least, "restore", "cold-restore bandwidth"},
+    {"min_restore_gbps_per_node", Direction::at_least, "restore", "cold-restore bandwidth per node",
+     "node"},
+    {"min_restore_gbps_per_gpu", Direction::at_least, "restore", "cold-restore bandwidth per GPU",
+     "gpu"},
     {"max_restore_s", Direction::at_most, "restore", "cold-restore time"},
     {"max_rto_s", Direction::at_most, "drill", "recovery time of a failure"},
     {"max_rpo_steps", Direction::at_most, "drill", "steps lost to a failure"},
@@ -65,6 +74,7 @@ GateThreshold gate_threshold(const ThresholdOption& o, double limit, const std::
   t.threshold.source = source;
   t.stage = o.stage;
   t.metric = o.metric;
+  t.per = o.per;
   return t;
 }
 
@@ -72,7 +82,7 @@ GateThreshold gate_threshold(const ThresholdOption& o, double limit, const std::
 void check_checkpoints_measured(const ThresholdOption& o, const TrainConfig& train,
                                 const std::string& source) {
   const std::string name = o.name;
-  if ((name != "min_ckpt_write_gbps" && name != "max_ckpt_stall_fraction") ||
+  if ((name.rfind("min_ckpt_write_gbps", 0) != 0 && name != "max_ckpt_stall_fraction") ||
       (!train.checkpoint_dir.empty() && train.checkpoint_every > 0))
     return;
   throw UsageError(source + " judges the " + o.metric +
@@ -126,7 +136,7 @@ GateConfig gate_config_from(const po::variables_map& vm,
 
 nlohmann::json thresholds_json(const GateConfig& config) {
   nlohmann::json out = nlohmann::json::array();
-  for (const GateThreshold& t : config.thresholds)
+  for (const GateThreshold& t : config.thresholds) {
     out.push_back(
         {{"check", t.threshold.check},
          {"direction", t.threshold.direction == Direction::at_least ? "at_least" : "at_most"},
@@ -134,6 +144,8 @@ nlohmann::json thresholds_json(const GateConfig& config) {
          {"source", t.threshold.source},
          {"stage", t.stage},
          {"metric", t.metric}});
+    if (!t.per.empty()) out.back()["per"] = t.per;  // the limit is per node or GPU
+  }
   return out;
 }
 

@@ -18,6 +18,9 @@ struct GateThreshold {
   Threshold threshold;  // threshold.check is the option's name after "gate."
   std::string stage;    // the stage that measures it
   std::string metric;   // what it measures, for the error that names the stage
+  // "node" or "gpu" for a threshold stated per unit (gate.min_ckpt_write_gbps_per_node):
+  // threshold.limit is then per unit, and the judge multiplies it by the job's count of them.
+  std::string per;
   // Set by nobody (the default gate.min_straggler_score): advice, so missing it is WARN, not
   // FAIL. A threshold someone set is a gate.
   bool advisory = false;
