@@ -96,7 +96,14 @@ StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun
   watch.end();
   run.job.mark("preflight");
   run.preflight_nodes = p.nodes;
-  return {"preflight", 1, {{"preflight", p.section}}, p.checks};
+  // The preflight's findings are the first of each node's list (app/accept/accept_report.h).
+  json nodes = json::array();
+  for (const auto& [host, reasons] : p.section["topology_reasons"].items()) {
+    json prefixed = json::array();
+    for (const json& why : reasons) prefixed.push_back("topology: " + why.get<std::string>());
+    nodes.push_back({{"host", host}, {"flagged", true}, {"reasons", prefixed}});
+  }
+  return {"preflight", 1, {{"preflight", p.section}, {"nodes", nodes}}, p.checks};
 }
 
 StageAttempt run_sweep(const AcceptInputs& in, const World& world, AcceptRun& run,

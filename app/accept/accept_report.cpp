@@ -1,5 +1,7 @@
 #include "app/accept/accept_report.h"
 
+#include <algorithm>
+
 #include "app/judge/baseline.h"
 #include "app/report/gate.h"
 
@@ -31,12 +33,41 @@ void warn_on_other_work(const AcceptConfig& config, json& context) {
                                 hash + ": AU, step CV and goodput thresholds may not apply");
 }
 
+// One entry per host, with every stage's reasons (add_sections).
+void add_nodes(json& report, const json& nodes) {
+  json& all = report["nodes"];
+  if (!all.is_array()) all = json::array();
+  for (const json& node : nodes) {
+    const auto same = std::find_if(all.begin(), all.end(), [&node](const json& n) {
+      return n.is_object() && node.is_object() && n.value("host", "") == node.value("host", "");
+    });
+    if (same == all.end()) {
+      all.push_back(node);
+      continue;
+    }
+    // Every stage's findings stay, in the order the stages ran; a later stage's other fields
+    // (scores, ranks) fill in what the earlier lacked.
+    json& kept = *same;
+    kept["flagged"] = kept.value("flagged", false) || node.value("flagged", false);
+    json& reasons = kept["reasons"];
+    if (!reasons.is_array()) reasons = json::array();
+    for (const json& why : node.value("reasons", json::array()))
+      if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+    for (const auto& [field, value] : node.items())
+      if (!kept.contains(field)) kept[field] = value;
+  }
+}
+
 }  // namespace
 
 void add_sections(json& report, const json& sections) {
   for (const auto& [key, section] : sections.items()) {
     if (key == "sweep" && report.contains("sweep") && report["sweep"].is_object()) {
       for (const auto& [part, value] : section.items()) report["sweep"][part] = value;
+      continue;
+    }
+    if (key == "nodes" && section.is_array()) {
+      add_nodes(report, section);
       continue;
     }
     report[key] = section;

@@ -26,6 +26,8 @@ struct StageAttempt {
 };
 
 // Merges a stage's sections into a report under construction; sweep and pairwise share `sweep`.
+// `nodes` is one list per host for the whole job: each stage adds its findings to a node's
+// reasons (the preflight's first, in the order the stages ran), and none replaces another's.
 void add_sections(nlohmann::json& report, const nlohmann::json& sections);
 
 // The report from every attempt, in the order they ran (the last of each stage counts), the

@@ -208,17 +208,31 @@ TEST(AcceptReport, BaselineChecksFollowTheThresholds) {
 TEST(AcceptReport, SweepAndPairwiseShareOneSweepSection) {
   json report = json::object();
   tp::add_sections(report, {{"sweep", {{"mode", "collectives"}, {"results", {1, 2}}}}});
+  const json flagged_n0 = {{"host", "n0"}, {"flagged", true}, {"reasons", {"pairwise: slow"}}};
   tp::add_sections(report,
                    {{"sweep", {{"mode", "pairwise"}, {"pairwise", {{"rails", json::array()}}}}},
-                    {"nodes", {"n0"}}});
+                    {"nodes", {flagged_n0}}});
   EXPECT_EQ(
       report,
       (json{{"sweep",
              {{"mode", "pairwise"}, {"results", {1, 2}}, {"pairwise", {{"rails", json::array()}}}}},
-            {"nodes", {"n0"}}}));
+            {"nodes", {flagged_n0}}}));
+  // One list per node: a later stage adds its findings and replaces none.
+  tp::add_sections(
+      report,
+      {{"nodes",
+        {{{"host", "n0"}, {"flagged", false}, {"reasons", {"rank 0: straggler"}}, {"score", 0.9}},
+         {{"host", "n1"}, {"flagged", false}, {"reasons", json::array()}}}}});
+  EXPECT_EQ(report["nodes"],
+            (json{{{"host", "n0"},
+                   {"flagged", true},
+                   {"reasons", {"pairwise: slow", "rank 0: straggler"}},
+                   {"score", 0.9}},
+                  {{"host", "n1"}, {"flagged", false}, {"reasons", json::array()}}}));
   // Any other section is replaced whole.
-  tp::add_sections(report, {{"nodes", {"n1"}}});
-  EXPECT_EQ(report["nodes"], (json{"n1"}));
+  tp::add_sections(report, {{"train", {{"au", 0.5}}}});
+  tp::add_sections(report, {{"train", {{"au", 0.6}}}});
+  EXPECT_EQ(report["train"], (json{{"au", 0.6}}));
   // A sweep that is not yet an object is replaced too.
   json empty = {{"sweep", nullptr}};
   tp::add_sections(empty, {{"sweep", {{"mode", "pairwise"}}}});
