@@ -119,15 +119,29 @@ std::string pretend_host(int split_hosts, const std::string& host, int rank, int
   return host + "-vnode" + std::to_string(group);
 }
 
+// Only rank 0 carries the job's code out. Past the barrier every rank is done, but a rank that
+// exits non-zero first makes a launcher that ends the step on a bad exit (srun -K1) kill the
+// others while they tear down, and the step then ends 143, not with the verdict. The others exit
+// 0, and rank 0, leaving with a failure, gives them a moment to be gone first.
+constexpr double kLastToLeave_s = 0.5;
+
+int exit_code_of(int rank, int ranks, int code) {
+  if (rank != 0) return 0;
+  if (code != 0 && ranks > 1)
+    std::this_thread::sleep_for(std::chrono::duration<double>(kLastToLeave_s));
+  return code;
+}
+
 int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>& body) {
   if (const int failed = start_mpi(command); failed >= 0) return failed;
   try {
     World world = make_command_world(command);
     const int code = run_with_agreed_errors(body, world);
     leave_together(command, world);
+    const int rank = world.rank, ranks = world.size;
     free_world(world);
     MPI_Finalize();
-    return code;
+    return exit_code_of(rank, ranks, code);
   } catch (const std::exception& e) {
     // One rank's failure leaves the others blocked in a collective: abort them all.
     std::fprintf(stderr, "trainproof: runtime error on %s: %s\n", identity().c_str(),
