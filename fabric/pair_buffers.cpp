@@ -101,8 +101,10 @@ double larger_of_pair(MPI_Comm comm, double mine, int peer) {
 }
 
 void pair_handshake(MPI_Comm comm, int peer) {
-  mpiCheck(MPI_Sendrecv(nullptr, 0, MPI_BYTE, peer, 9, nullptr, 0, MPI_BYTE, peer, 9, comm,
-                        MPI_STATUS_IGNORE));
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  mpiCheck(MPI_Irecv(nullptr, 0, MPI_BYTE, peer, 9, comm, &requests[0]));
+  mpiCheck(MPI_Isend(nullptr, 0, MPI_BYTE, peer, 9, comm, &requests[1]));
+  for (MPI_Request& request : requests) quiet_wait(request);
 }
 
 void quiet_barrier(MPI_Comm comm) {

@@ -52,7 +52,8 @@ Digest128 exchange_digest(MPI_Comm comm, const Digest128& mine, int peer);
 // The larger of this rank's value and its peer's, the same on both.
 double larger_of_pair(MPI_Comm comm, double mine, int peer);
 // A zero-byte exchange: both ranks of a pair leave it together, so the next transfer's time on
-// the receiver does not include waiting for its sender.
+// the receiver does not include waiting for its sender. Its waiter sleeps: in a confirmation, the
+// rank waiting for its turn must not take a core from the transfer under way.
 void pair_handshake(MPI_Comm comm, int peer);
 // A barrier whose waiters sleep: a rank sitting a round out must not
 // take a core from the pair being measured (on a host whose ranks outnumber its cores, a polling

@@ -1,6 +1,7 @@
 #include "fabric/pair_trials.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "common/clock.h"
@@ -27,12 +28,14 @@ Role role_in(const RankPair& pair, PairMode mode, uint64_t bytes, int me) {
   return role;
 }
 
-void run_once(Collective& c, MPI_Comm comm, PairBuffers& b, Role& role, bool timed) {
+void run_once(Collective& c, MPI_Comm comm, PairBuffers& b, Role& role, bool timed,
+              const PairPlan& plan, int me) {
   if (role.peer < 0) return;
   const CollectiveCall call =
       b.call(role.sends ? role.peer : -1, role.receives ? role.peer : -1, role.count);
   pair_handshake(comm, role.peer);
   const double started = steady_seconds();
+  pace_transfer(plan, me, role.count * 4);
   c.run(call);
   c.synchronize();
   if (timed) role.seconds.push_back(steady_seconds() - started);
@@ -82,15 +85,16 @@ std::vector<TrialTransfer> measure_trials(Collective& c, MPI_Comm comm,
     Role suspect = role_in(trial.suspect, trial.mode, trial.suspect_bytes, me);
     Role control = role_in(trial.control, trial.mode, trial.control_bytes, me);
     for (int w = 0; w < plan.warmup; ++w)
-      for (Role* role : {&suspect, &control}) run_once(c, comm, b, *role, false);
-    // One for one: the suspect's transfer, then the control's, so a slow moment of the hosts or
-    // the fabric falls on both. The last of each is checked before the next overwrites it.
+      for (Role* role : {&suspect, &control}) run_once(c, comm, b, *role, false, plan, me);
+    // One for one, the order turned each time (suspect, control, control, suspect, ...), so a
+    // slow moment of the hosts or the fabric, or a cost of going first, falls on both alike. The
+    // last of each is checked before the next transfer overwrites it.
     const int iters = std::max(1, plan.iters);
     for (int k = 0; k < iters; ++k)
-      for (Role* role : {&suspect, &control}) {
+      for (Role* role : k % 2 ? std::array{&control, &suspect} : std::array{&suspect, &control}) {
         const bool last = k + 1 == iters;
         if (last && role->receives) b.poison(role->count);
-        run_once(c, comm, b, *role, true);
+        run_once(c, comm, b, *role, true, plan, me);
         if (last) finish(comm, b, *role, me, int(i), role == &control, trial.mode, received);
       }
     quiet_barrier(comm);

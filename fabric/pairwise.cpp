@@ -1,9 +1,12 @@
 #include "fabric/pairwise.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <thread>
 #include <tuple>
+#include <utility>
 
 #include "common/clock.h"
 #include "common/stats.h"
@@ -37,16 +40,18 @@ struct Estimates {
   double fastest_one_way = 0, fastest_both_ways = 0;
 };
 
-// The quicker of two probes, after a smaller untimed one: the first transfers of a pair open its
-// connection and grow its window, and one probe may meet a passing daemon.
+// The quickest of three probes, after a smaller untimed one: the first transfers of a pair open its
+// connection and grow its window, and a probe may meet a passing daemon (at 3 nodes one healthy
+// pair's probes set the pass's fastest estimate alone).
 double probe_seconds(Collective& c, const PairBuffers& b, const Phase& phase, uint64_t count,
-                     uint64_t warm_count) {
+                     uint64_t warm_count, const PairPlan& plan, int me) {
   const int to = phase.sends ? phase.peer : -1, from = phase.receives ? phase.peer : -1;
   c.run(b.call(to, from, warm_count));
   c.synchronize();
   double quickest = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     const double started = steady_seconds();
+    pace_transfer(plan, me, count * 4);
     c.run(b.call(to, from, count));
     c.synchronize();
     quickest = std::min(quickest, steady_seconds() - started);
@@ -65,7 +70,7 @@ std::pair<double, double> fastest_over_ranks(MPI_Comm comm, double one_way, doub
 // before it is timed (its full transfers would take minutes on a path of megabytes a second).
 Estimates probe_pass(Collective& c, MPI_Comm comm, const PairBuffers& b, int me,
                      const std::vector<std::vector<RankPair>>& rounds, uint64_t probe_count,
-                     uint64_t floor_count) {
+                     uint64_t floor_count, const PairPlan& plan) {
   Estimates e;
   const double scale = double(b.count()) / double(probe_count);
   for (const auto& round : rounds) {
@@ -73,8 +78,10 @@ Estimates probe_pass(Collective& c, MPI_Comm comm, const PairBuffers& b, int me,
     double one = std::numeric_limits<double>::infinity(), both = one;
     if (peer >= 0) {
       const bool low = me < peer;
-      one = probe_seconds(c, b, {peer, low, !low, PairMode::one_way}, probe_count, floor_count);
-      both = probe_seconds(c, b, {peer, true, true, PairMode::both_ways}, probe_count, floor_count);
+      one = probe_seconds(c, b, {peer, low, !low, PairMode::one_way}, probe_count, floor_count,
+                          plan, me);
+      both = probe_seconds(c, b, {peer, true, true, PairMode::both_ways}, probe_count, floor_count,
+                           plan, me);
       one = larger_of_pair(comm, one, peer) * scale;
       both = larger_of_pair(comm, both, peer) * scale;
     }
@@ -91,7 +98,7 @@ Estimates probe_pass(Collective& c, MPI_Comm comm, const PairBuffers& b, int me,
 // One phase of a round, every rank of `comm` taking part.
 // `count`: the elements this pair moves, bounded by its probe against the fastest pair's.
 PairTransfer transfer(Collective& c, MPI_Comm comm, PairBuffers& b, int me, const Phase& phase,
-                      uint64_t count, const PairPlan& plan) {
+                      uint64_t count, const PairPlan& plan, std::function<void()>& while_loaded) {
   if (phase.receives && phase.active()) b.poison(count);
   const CollectiveCall call =
       b.call(phase.sends ? phase.peer : -1, phase.receives ? phase.peer : -1, count);
@@ -105,10 +112,12 @@ PairTransfer transfer(Collective& c, MPI_Comm comm, PairBuffers& b, int me, cons
   std::vector<double> each;
   for (int i = 0; phase.active() && i < plan.iters; ++i) {
     const double started = steady_seconds();
+    pace_transfer(plan, me, count * 4);
     c.run(call);
     c.synchronize();
     each.push_back(steady_seconds() - started);
   }
+  if (phase.active() && while_loaded) std::exchange(while_loaded, nullptr)();
   PairTransfer t{phase.peer, me, phase.mode, each.empty() ? 0.0 : median(each), count * 4, 0, 0};
   if (!phase.active()) return t;
   const Digest128 theirs = exchange_digest(comm, b.sent_digest(count), phase.peer);
@@ -122,6 +131,11 @@ PairTransfer transfer(Collective& c, MPI_Comm comm, PairBuffers& b, int me, cons
 
 }  // namespace
 
+void pace_transfer(const PairPlan& plan, int me, uint64_t bytes) {
+  if (me != plan.slow_rank || plan.slow_gbps <= 0) return;
+  std::this_thread::sleep_for(std::chrono::duration<double>(double(bytes) / plan.slow_gbps / 1e9));
+}
+
 uint64_t time_bounded_count(uint64_t count, uint64_t floor, double estimate, double typical,
                             double time_factor) {
   if (!(estimate > time_factor * typical) || typical <= 0) return count;
@@ -132,14 +146,15 @@ uint64_t time_bounded_count(uint64_t count, uint64_t floor, double estimate, dou
 std::vector<PairTransfer> measure_rounds(Collective& c, MPI_Comm comm,
                                          const std::vector<std::vector<RankPair>>& rounds,
                                          const PairPlan& plan,
-                                         const std::function<void(size_t, size_t)>& on_round) {
+                                         const std::function<void(size_t, size_t)>& on_round,
+                                         std::function<void()> while_loaded) {
   int me = 0;
   MPI_Comm_rank(comm, &me);
   PairBuffers b(c, me, plan.bytes, plan.corrupt_rank);
   const uint64_t probe_count = std::max<uint64_t>(1, std::min(b.count(), plan.probe_bytes / 4));
   const uint64_t floor_count = std::max<uint64_t>(1, std::min(probe_count, plan.floor_bytes / 4));
   if (rounds.empty()) return {};
-  const Estimates e = probe_pass(c, comm, b, me, rounds, probe_count, floor_count);
+  const Estimates e = probe_pass(c, comm, b, me, rounds, probe_count, floor_count, plan);
   std::vector<PairTransfer> received;
   for (size_t r = 0; r < rounds.size(); ++r) {
     const int peer = peer_in(rounds[r], me);
@@ -150,11 +165,11 @@ std::vector<PairTransfer> measure_rounds(Collective& c, MPI_Comm comm,
                                              e.fastest_both_ways, plan.time_factor);
     // Lower rank to higher, then higher to lower, then both at once.
     const PairTransfer forward =
-        transfer(c, comm, b, me, {peer, low, !low, PairMode::one_way}, one, plan);
+        transfer(c, comm, b, me, {peer, low, !low, PairMode::one_way}, one, plan, while_loaded);
     const PairTransfer backward =
-        transfer(c, comm, b, me, {peer, !low, low, PairMode::one_way}, one, plan);
+        transfer(c, comm, b, me, {peer, !low, low, PairMode::one_way}, one, plan, while_loaded);
     const PairTransfer both_ways =
-        transfer(c, comm, b, me, {peer, true, true, PairMode::both_ways}, both, plan);
+        transfer(c, comm, b, me, {peer, true, true, PairMode::both_ways}, both, plan, while_loaded);
     if (on_round) on_round(r + 1, rounds.size());
     if (peer < 0) continue;
     received.push_back(low ? backward : forward);

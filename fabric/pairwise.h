@@ -44,7 +44,14 @@ struct PairPlan {
   // The negative control (test.corrupt_sweep_rank): this rank flips a bit of each buffer it
   // received before checking it, so the check must find one wrong element per transfer.
   int corrupt_rank = -1;
+  // The test hook test.slow_pair_rank: this rank waits bytes / slow_gbps before each transfer it
+  // takes part in, so its rail looks like a link of that speed (a fault on one NIC, for tests).
+  int slow_rank = -1;
+  double slow_gbps = 0.05;
 };
+
+// The wait of the test hook above, where `me` is the slowed rank; none otherwise.
+void pace_transfer(const PairPlan& plan, int me, uint64_t bytes);
 
 // The elements a pair moves when a full transfer of `count` elements is estimated to take
 // `estimate` seconds and the fastest pair's `typical`: all of them, or as many as fit in
@@ -54,9 +61,11 @@ uint64_t time_bounded_count(uint64_t count, uint64_t floor, double estimate, dou
 
 // Runs every round on every rank of `comm` (a rank outside a round's pairs waits at its barriers)
 // and returns the transfers this rank received. `collective` spans the same ranks as `comm`.
-// `on_round(done, rounds)` is called after each round, on every rank.
+// `on_round(done, rounds)` is called after each round, on every rank; `while_loaded` once per rank,
+// right after its first timed transfers, while its links are still busy.
 std::vector<PairTransfer> measure_rounds(
     Collective& collective, MPI_Comm comm, const std::vector<std::vector<RankPair>>& rounds,
-    const PairPlan& plan, const std::function<void(size_t, size_t)>& on_round = nullptr);
+    const PairPlan& plan, const std::function<void(size_t, size_t)>& on_round = nullptr,
+    std::function<void()> while_loaded = nullptr);
 
 }  // namespace tp

@@ -167,4 +167,15 @@ std::vector<std::string> degraded_links(const std::vector<PcieLinkFacts>& links,
   return found;
 }
 
+std::vector<std::string> slow_links_while_loaded(const std::vector<PcieLinkFacts>& links) {
+  std::vector<std::string> found;
+  for (const PcieLinkFacts& link : links) {
+    const double current = transfer_rate(link.current_speed), max = transfer_rate(link.max_speed);
+    if (current > 0 && max > 0 && current < max)
+      found.push_back(link.address + " (" + link.kind + "): PCIe link at " + link.current_speed +
+                      " while loaded, capable of " + link.max_speed);
+  }
+  return found;
+}
+
 }  // namespace tp

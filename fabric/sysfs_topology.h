@@ -55,4 +55,9 @@ std::vector<PcieLinkFacts> read_pcie_links(const std::string& sysfs_root);
 std::vector<std::string> degraded_links(const std::vector<PcieLinkFacts>& links,
                                         bool compare_speed);
 
+// "0000:41:00.0 (network): PCIe link at 8.0 GT/s PCIe while loaded, capable of 16.0 GT/s PCIe"
+// for every link below its speed: read while a transfer runs, such a link is trained down, not
+// resting (the pairwise pass reads it so; docs/sweep.md, "Topology preflight").
+std::vector<std::string> slow_links_while_loaded(const std::vector<PcieLinkFacts>& links);
+
 }  // namespace tp

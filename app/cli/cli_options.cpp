@@ -284,13 +284,15 @@ po::options_description sweep_options() {
        "pairwise: bytes each transfer of a pair moves")
       ("sweep.pair_iters", po::value<int64_t>()->default_value(5),
        "pairwise: timed transfers per pair and direction")
-      ("sweep.pair_ranks", po::value<std::string>()->default_value("node"),
-       "pairwise: node (the lowest rank of each node) or rail (every local rank measures its own "
-       "rail: local rank k of node a with local rank k of node b)")
+      ("sweep.pair_ranks", po::value<std::string>()->default_value("rail"),
+       "pairwise: rail (every local rank measures its own rail, local rank k of node a with local "
+       "rank k of node b: every NIC of a node with one NIC per GPU) or node (the lowest rank of "
+       "each node only)")
       ("sweep.flag_fraction", po::value<double>()->default_value(0.8),
-       "pairwise: a node or link below this fraction of its reference median is flagged (WARN)")
+       "pairwise: a suspect confirmed below this fraction of its control, by more than the "
+       "measured noise, is flagged (WARN)")
       ("sweep.fail_fraction", po::value<double>()->default_value(0.5),
-       "pairwise: below this fraction a flag is a failure (FAIL)");
+       "pairwise: below this fraction, by more than the noise, a flag is a failure (FAIL)");
   // clang-format on
   return group;
 }
@@ -327,6 +329,11 @@ po::options_description test_options() {
        "the rank (the first of its node) that reads test.sysfs_root")
       ("test.corrupt_sweep_rank", po::value<int>()->default_value(-1),
        "sweep: perturb this world rank's result of every row before it is checked")
+      ("test.slow_pair_rank", po::value<int>()->default_value(-1),
+       "pairwise: this world rank waits before each transfer as if its link ran at "
+       "test.slow_pair_gbps (a fault on one rail, for tests)")
+      ("test.slow_pair_gbps", po::value<double>()->default_value(0.05),
+       "the link speed test.slow_pair_rank pretends to, in GB/s")
       ("test.linger_rank", po::value<int>()->default_value(-1),
        "this rank waits test.linger_s after its last work before it leaves (the negative control "
        "of leaving together)")

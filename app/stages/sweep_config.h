@@ -15,9 +15,11 @@ struct SweepConfig {
   std::string split = "none";        // none, node, rail
   uint64_t pair_bytes = 64ull << 20;
   int pair_iters = 5;
-  std::string pair_ranks = "node";  // node, rail
+  std::string pair_ranks = "rail";  // rail, node
   double flag_fraction = 0.8, fail_fraction = 0.5;
   double confirm_below_gbps = 0;  // gate.min_pair_gbps: a pair below it is measured again
+  int slow_pair_rank = -1;        // test.slow_pair_rank (world rank), paced to slow_pair_gbps
+  double slow_pair_gbps = 0.05;
 };
 
 SweepConfig sweep_config_from(const boost::program_options::variables_map& options);

@@ -35,18 +35,15 @@ std::vector<int> controls_for(const PairwiseRail& rail, const std::vector<bool>&
   return out;
 }
 
-uint64_t bytes_of(const PairwiseRail& rail, PairMode mode, int from, int to) {
-  const auto& bytes = mode == PairMode::one_way ? rail.one_way_bytes : rail.both_ways_bytes;
-  return bytes.empty() ? 0 : bytes[size_t(from)][size_t(to)];
-}
-
-// The suspect's transfers move about as long as the control's: its bytes shrink with its
-// first-pass figure, never below the floor nor above what the first pass moved.
-uint64_t suspect_bytes(const PairConfirmation& c, uint64_t first_bytes, uint64_t floor_bytes) {
+// The suspect moves as many bytes as its control, so neither pays more of a transfer's fixed
+// costs; only a suspect more than twice as slow moves fewer, as in the first pass, and then about
+// as long as the control (never fewer than the floor).
+uint64_t suspect_bytes(const PairConfirmation& c, uint64_t share, uint64_t floor_bytes) {
   const double ratio =
       c.first_reference_gbps > 0 ? std::min(1.0, c.first_gbps / c.first_reference_gbps) : 1.0;
-  const uint64_t scaled = uint64_t(double(first_bytes) * ratio) / 4 * 4;
-  return std::min(first_bytes, std::max(std::min(floor_bytes, first_bytes), scaled));
+  if (ratio >= 0.5) return share;
+  const uint64_t scaled = uint64_t(double(share) * ratio * 2) / 4 * 4;
+  return std::min(share, std::max(std::min(floor_bytes, share), scaled));
 }
 
 struct Planner {
@@ -59,8 +56,7 @@ struct Planner {
     // many of the control, cost a trial about one round of the pass. A transfer of a quarter is
     // still long enough to be timed by its bandwidth, not its latency (the probe is smaller).
     const uint64_t share = std::max(floor_bytes, record.pair_bytes / 4 / 4 * 4);
-    const uint64_t first = bytes_of(rail, c.mode, c.from, c.to);
-    c.bytes = suspect_bytes(c, std::min(share, first > 0 ? first : share), floor_bytes);
+    c.bytes = suspect_bytes(c, share, floor_bytes);
     c.control_bytes = c.control_from >= 0 ? share : 0;
     c.transfers = record.confirm_iters;
     PairTrial t;

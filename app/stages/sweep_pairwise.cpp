@@ -11,6 +11,7 @@
 #include "common/stats.h"
 #include "fabric/pair_trials.h"
 #include "fabric/pairwise.h"
+#include "fabric/rank_nic.h"
 #include "fabric/sysfs_topology.h"
 #include "fabric/tournament.h"
 #include "mpi/check.h"
@@ -159,21 +160,38 @@ std::vector<TrialTransfer> gather_trials(const World& world,
   return all;
 }
 
-// Each node's ports whose error counters grew between `before` and now, at rank 0.
-std::map<std::string, std::vector<std::string>> grown_counters(
-    const World& world, const std::vector<IbErrorCounters>& before, const std::string& sysfs_root) {
-  json mine;  // null: nothing grew here, or not this node's first rank
+// What each node itself showed during the pass, at rank 0: its InfiniBand ports whose error
+// counters grew between `before` and now, and `loaded`, the PCIe links its first rank found below
+// their speed while its transfers ran.
+std::map<std::string, std::vector<std::string>> node_findings(
+    const World& world, const std::vector<IbErrorCounters>& before, const std::string& sysfs_root,
+    const std::vector<std::string>& loaded) {
+  json mine;  // null: nothing found here, or not this node's first rank
   if (world.index_on_host() == 0) {
-    const auto grown = grown_error_counters(before, read_ib_error_counters(sysfs_root));
-    if (!grown.empty()) mine = {{"host", world.host}, {"grown", grown}};
+    json reasons = json::array();
+    for (const auto& g : grown_error_counters(before, read_ib_error_counters(sysfs_root)))
+      reasons.push_back("InfiniBand " + g);
+    for (const auto& link : loaded) reasons.push_back(link);
+    if (!reasons.empty()) mine = {{"host", world.host}, {"reasons", reasons}};
   }
   std::map<std::string, std::vector<std::string>> out;
   for (const json& j : gather_records_at_root(world, mine)) {
     if (j.is_null()) continue;
-    for (const json& g : j.at("grown"))
-      out[j.at("host")].push_back("InfiniBand " + g.get<std::string>());
+    for (const json& why : j.at("reasons")) out[j.at("host")].push_back(why);
   }
   return out;
+}
+
+// Each measuring rank's NIC, at rank 0 in its rail (fabric/rank_nic.h).
+void name_nics(std::vector<PairwiseRail>& rails, const World& world, Collective& collective,
+               const std::string& sysfs_root, int gpu_numa_node) {
+  const int numa = gpu_numa_node >= 0 ? gpu_numa_node : numa_node_of_this_process(sysfs_root);
+  const RankNic nic = rank_nic(sysfs_root, world.index_on_host(), numa, collective.name() == "nccl",
+                               transport_settings_from_environment());
+  const std::vector<json> all = gather_records_at_root(world, json(nic.name));
+  if (world.rank != 0) return;
+  for (PairwiseRail& rail : rails)
+    for (int r : rail.world_ranks) rail.nics.push_back(all[size_t(r)].get<std::string>());
 }
 
 // The first pass's matrices, judged: suspects to confirm, not yet flags.
@@ -213,7 +231,7 @@ void confirm_suspects(PairwiseRecord& record, const SweepConfig& cfg, const Worl
 }  // namespace
 
 PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collective& collective,
-                            const std::string& sysfs_root) {
+                            const std::string& sysfs_root, int gpu_numa_node) {
   const std::vector<IbErrorCounters> counters_before = world.index_on_host() == 0
                                                            ? read_ib_error_counters(sysfs_root)
                                                            : std::vector<IbErrorCounters>{};
@@ -223,12 +241,15 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   record.confirm_iters = 2 * cfg.pair_iters;
   record.min_pair_gbps = cfg.confirm_below_gbps;
   record.rails = rails_of(world, cfg.pair_ranks);
+  name_nics(record.rails, world, collective, sysfs_root, gpu_numa_node);
   PairPlan plan;
   plan.bytes = cfg.pair_bytes;
   plan.iters = cfg.pair_iters;
   plan.probe_bytes = std::min<uint64_t>(plan.probe_bytes, cfg.pair_bytes);
   plan.floor_bytes = std::min<uint64_t>(plan.floor_bytes, plan.probe_bytes);
   plan.corrupt_rank = cfg.plan.corrupt_rank;
+  plan.slow_rank = cfg.slow_pair_rank;
+  plan.slow_gbps = cfg.slow_pair_gbps;
   const auto rounds = tournament(record.rails);
   if (world.rank == 0)
     spdlog::info("pairwise: {} rail(s), {} round(s) of up to {} bytes x {} per pair and direction",
@@ -240,14 +261,24 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
     stop_point(world.comm);
   };
   const double started = steady_seconds();
-  const auto first =
-      gather_transfers(world, measure_rounds(collective, world.comm, rounds, plan, progress));
+  // The node's PCIe links, read by its first rank right after its first timed transfers: a GPU's
+  // only where the collective runs on it (NCCL), since an idle device lowers its link speed.
+  std::vector<std::string> loaded;
+  const auto read_links_while_loaded = [&]() {
+    if (world.index_on_host() != 0) return;
+    std::vector<PcieLinkFacts> in_use;
+    for (const PcieLinkFacts& link : read_pcie_links(sysfs_root))
+      if (link.kind != "gpu" || collective.name() == "nccl") in_use.push_back(link);
+    loaded = slow_links_while_loaded(in_use);
+  };
+  const auto first = gather_transfers(world, measure_rounds(collective, world.comm, rounds, plan,
+                                                            progress, read_links_while_loaded));
   if (world.rank == 0) judge_first_pass(record, cfg, first);
   const double confirming = steady_seconds();
   confirm_suspects(record, cfg, world, collective, plan, rounds.size());
   record.confirm_seconds = steady_seconds() - confirming;
   record.seconds = steady_seconds() - started;
-  record.counter_reasons = grown_counters(world, counters_before, sysfs_root);
+  record.node_reasons = node_findings(world, counters_before, sysfs_root, loaded);
   return record;
 }
 

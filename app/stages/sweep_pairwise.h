@@ -10,8 +10,9 @@
 namespace tp {
 
 // Collective; the record is complete on rank 0. Each node's first rank reads its InfiniBand error
-// counters under `sysfs_root` before and after the pass.
+// counters under `sysfs_root` before and after the pass; each rank names its NIC from it
+// (fabric/rank_nic.h), nearest to `gpu_numa_node` where it drives a GPU (-1: by its CPUs).
 PairwiseRecord run_pairwise(const SweepConfig& config, const World& world, Collective& collective,
-                            const std::string& sysfs_root);
+                            const std::string& sysfs_root, int gpu_numa_node);
 
 }  // namespace tp

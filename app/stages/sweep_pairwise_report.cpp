@@ -30,12 +30,17 @@ std::string percent_text(double fraction) {
   return text;
 }
 
-std::string rail_text(const PairwiseRecord& record, const PairwiseRail& rail) {
-  return record.rails.size() > 1 ? ", rail " + std::to_string(rail.rail) : "";
-}
-
 const std::string& host(const PairwiseRail& rail, int node) {
   return rail.hosts[size_t(node)];
+}
+
+// "vc-n3", or on a node with several rails "vc-n3 rail 1 (mlx5_1)": what to reseat or replace.
+std::string where(const PairwiseRecord& record, const PairwiseRail& rail, int node) {
+  std::string text = host(rail, node);
+  if (record.rails.size() > 1) text += " rail " + std::to_string(rail.rail);
+  if (size_t(node) < rail.nics.size() && !rail.nics[size_t(node)].empty())
+    text += " (" + rail.nics[size_t(node)] + ")";
+  return text;
 }
 
 // "measured again at 0.12 GB/s, 6.0% of the control vc-n1 -> vc-n2 at 2 GB/s (10 alternated
@@ -57,22 +62,24 @@ std::string first_pass(const PairConfirmation& c) {
          rate_text(c.first_reference_gbps);
 }
 
-std::string suspect_name(const PairwiseRail& rail, const PairConfirmation& c) {
-  if (c.kind == "node") return host(rail, c.node) + ": " + c.direction + " direction";
-  return "link " + host(rail, c.from) + " -> " + host(rail, c.to);
+std::string suspect_name(const PairwiseRecord& record, const PairwiseRail& rail,
+                         const PairConfirmation& c) {
+  if (c.kind == "node") return where(record, rail, c.node) + ": " + c.direction + " direction";
+  return "link " + where(record, rail, c.from) + " -> " + where(record, rail, c.to);
 }
 
 // A confirmed flag's reason: the figures it rests on, the confirmation's first.
 std::string flag_reason(const PairwiseRecord& record, const PairwiseRail& rail,
                         const PairConfirmation& c) {
-  std::string text = suspect_name(rail, c) + " " + measured_again(rail, c) + "; " + first_pass(c);
+  std::string text =
+      suspect_name(record, rail, c) + " " + measured_again(rail, c) + "; " + first_pass(c);
   if (c.kind == "link") text += "; both nodes are otherwise fine";
-  return text + " (" + mode_text(c.mode) + rail_text(record, rail) + ")";
+  return text + " (" + mode_text(c.mode) + ")";
 }
 
 std::string transient_text(const PairwiseRecord& record, const PairwiseRail& rail,
                            const PairConfirmation& c) {
-  return "pairwise: " + suspect_name(rail, c) + " (" + mode_text(c.mode) + rail_text(record, rail) +
+  return "pairwise: " + suspect_name(record, rail, c) + " (" + mode_text(c.mode) +
          "): " + first_pass(c) + ", but " + measured_again(rail, c) + ": transient, not flagged";
 }
 
@@ -90,13 +97,17 @@ struct Flag {
   const PairConfirmation* confirmation;
 };
 
-// Every confirmed flag of every rail, the worst first.
+// Every confirmed flag of every rail, the worst first: failures before flags, then the lowest
+// against its control.
 std::vector<Flag> flags_of(const PairwiseRecord& record) {
   std::vector<Flag> flags;
   for (const PairwiseRail& rail : record.rails)
     for (const PairConfirmation& c : rail.confirmations)
       if (is_flag(c)) flags.push_back({&rail, &c});
   std::stable_sort(flags.begin(), flags.end(), [](const Flag& a, const Flag& b) {
+    const bool a_fails = a.confirmation->outcome == Confirmed::failed;
+    const bool b_fails = b.confirmation->outcome == Confirmed::failed;
+    if (a_fails != b_fails) return a_fails;
     return severity(*a.confirmation) < severity(*b.confirmation);
   });
   return flags;
@@ -111,25 +122,26 @@ json spread_json(const PairSpread& s) {
 
 json confirmation_json(const PairwiseRail& rail, const PairConfirmation& c) {
   const auto name = [&rail](int node) { return node < 0 ? json(nullptr) : json(host(rail, node)); };
-  return {{"kind", c.kind},
-          {"node", name(c.node)},
-          {"direction", c.direction.empty() ? json(nullptr) : json(c.direction)},
-          {"both_ways", c.mode == PairMode::both_ways},
-          {"from", name(c.from)},
-          {"to", name(c.to)},
-          {"control_from", name(c.control_from)},
-          {"control_to", name(c.control_to)},
-          {"first_gbps", c.first_gbps},
-          {"first_reference_gbps", c.first_reference_gbps},
-          {"bytes", c.bytes},
-          {"control_bytes", c.control_bytes},
-          {"transfers", c.transfers},
-          {"gbps", c.gbps < 0 ? json(nullptr) : json(c.gbps)},
-          {"control_gbps", c.control_gbps < 0 ? json(nullptr) : json(c.control_gbps)},
-          {"spread", c.spread},
-          {"control_spread", c.control_spread},
-          {"noise", c.noise},
-          {"outcome", confirmed_name(c.outcome)}};
+  return {
+      {"kind", c.kind},
+      {"node", name(c.node)},
+      {"direction", c.direction.empty() ? json(nullptr) : json(c.direction)},
+      {"both_ways", c.mode == PairMode::both_ways},
+      {"from", name(c.from)},
+      {"to", name(c.to)},
+      {"control_from", name(c.control_from)},
+      {"control_to", name(c.control_to)},
+      {"first_gbps", c.first_gbps},
+      {"first_reference_gbps", c.first_reference_gbps},
+      {"bytes", c.bytes},
+      {"control_bytes", c.control_bytes},
+      {"transfers", c.transfers},
+      {"gbps", c.gbps < 0 ? json(nullptr) : json(c.gbps)},
+      {"control_gbps", c.control_gbps < 0 ? json(nullptr) : json(c.control_gbps)},
+      {"spread", c.spread},
+      {"control_spread", c.control_spread},
+      {"noise", c.noise},
+      {"outcome", c.kind == "pair" ? "judged by gate.min_pair_gbps" : confirmed_name(c.outcome)}};
 }
 
 // The transfers that moved fewer bytes than sweep.pair_bytes, bounded by time.
@@ -161,6 +173,7 @@ json pairwise_json(const PairwiseRecord& record) {
     rails.push_back({{"rail", rail.rail},
                      {"hosts", rail.hosts},
                      {"world_ranks", rail.world_ranks},
+                     {"nics", rail.nics},
                      {"one_way_gbps", matrix_json(rail.one_way)},
                      {"both_ways_gbps", matrix_json(rail.both_ways)},
                      {"reduced", reduced_json(rail, record.pair_bytes)},
@@ -192,7 +205,7 @@ std::vector<std::string> pairwise_warnings(const PairwiseRecord& record) {
 
 std::map<std::string, std::vector<std::string>> pairwise_node_reasons(
     const PairwiseRecord& record) {
-  std::map<std::string, std::vector<std::string>> reasons = record.counter_reasons;
+  std::map<std::string, std::vector<std::string>> reasons = record.node_reasons;
   for (const Flag& f : flags_of(record))
     if (f.confirmation->kind == "node")
       reasons[host(*f.rail, f.confirmation->node)].push_back(
@@ -220,15 +233,16 @@ json pairwise_checks(const PairwiseRecord& record) {
     fail = fail || f.confirmation->outcome == Confirmed::failed;
     if (first.empty()) first = flag_reason(record, *f.rail, *f.confirmation);
   }
-  for (const auto& [host_name, grown] : record.counter_reasons) {
-    count += int(grown.size());
-    if (first.empty()) first = host_name + ": " + grown.front();
+  for (const auto& [host_name, found] : record.node_reasons) {
+    count += int(found.size());
+    if (first.empty()) first = host_name + ": " + found.front();
   }
   std::string note;
   for (const PairwiseRail& rail : record.rails)
     if (note.empty()) note = rail.judged_one_way.note;
   if (!measured) note = none;
-  const std::string reason = count > 0 ? std::to_string(count) + " flag(s); the worst: " + first
+  const std::string lead = flags.empty() ? "; the first: " : "; the worst: ";
+  const std::string reason = count > 0      ? std::to_string(count) + " flag(s)" + lead + first
                              : note.empty() ? "no node or link confirmed below sweep.flag_fraction"
                                             : note;
   // Under 3 nodes there is no majority to judge a node against: the check judged nothing.

@@ -46,6 +46,7 @@ struct PairwiseRail {
   int rail = 0;
   std::vector<std::string> hosts;  // the nodes taking part, in world order
   std::vector<int> world_ranks;    // the rank measuring for each of them
+  std::vector<std::string> nics;   // the NIC each of those ranks uses ("" when unknown); rank 0
   PairMatrix one_way, both_ways;   // [i][j]: GB/s from hosts[i] to hosts[j]; -1 on the diagonal
   // [i][j]: bytes per transfer, fewer than pair_bytes where the transfer was time-bounded
   std::vector<std::vector<uint64_t>> one_way_bytes, both_ways_bytes;
@@ -62,8 +63,9 @@ struct PairwiseRecord {
   double seconds = 0;          // the whole pass on rank 0, confirmation included
   double confirm_seconds = 0;  // of which measuring suspects again
   std::vector<PairwiseRail> rails;
-  // host -> its InfiniBand ports whose error counters grew during the pass
-  std::map<std::string, std::vector<std::string>> counter_reasons;
+  // host -> what the node itself showed during the pass: InfiniBand ports whose error counters
+  // grew, PCIe links below their speed while loaded
+  std::map<std::string, std::vector<std::string>> node_reasons;
   uint64_t wrong = 0;       // elements received that differ from what was sent
   std::string first_wrong;  // "vc-n1 -> vc-n2 (one way): 3 wrong elements", or ""
 };

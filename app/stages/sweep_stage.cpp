@@ -236,7 +236,8 @@ json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfi
         run_pairwise(cfg, world, *backends.comm,
                      train.test.sysfs_root_rank == world.rank && !train.test.sysfs_root.empty()
                          ? train.test.sysfs_root
-                         : "/sys");
+                         : "/sys",
+                     backends.placement ? backends.placement->numa_node : -1);
   else
     record.groups = run_collectives(cfg, world, *backends.comm);
   const HostGpuFacts gpus = gather_gpu_facts(world, backends);

@@ -23,6 +23,37 @@ def accept(ranks, *args, scenario=SMOKE):
                       subcommand="accept")
 
 
+class RailsOnPretendNodes(unittest.TestCase):
+    """2 ranks on each of 3 pretend nodes: accept measures every rail by default, and a fault on
+    one rail (test.slow_pair_rank paces rank 3, local rank 1 of the second node, to 20 MB/s) is
+    named with its node, its rail and its NIC, and on no other rail."""
+
+    def test_every_rail_gets_a_matrix_and_a_slow_rail_is_named_with_it(self):
+        run = accept(6, "--test.split_hosts=3", "--accept.stages=pairwise",
+                     "--sweep.pair_bytes=4194304", "--sweep.pair_iters=3",
+                     "--test.slow_pair_rank=3", "--test.slow_pair_gbps=0.02")
+        self.assertEqual(run.returncode, 1, run)  # 20 MB/s is below sweep.fail_fraction
+        rails = run.report["sweep"]["pairwise"]["rails"]
+        self.assertEqual([(r["rail"], r["world_ranks"]) for r in rails],
+                         [(0, [0, 2, 4]), (1, [1, 3, 5])])
+        for rail in rails:
+            self.assertEqual(len(rail["nics"]), 3, rail)
+            for a in range(3):
+                for b in range(3):
+                    cell = rail["one_way_gbps"][a][b]
+                    self.assertEqual(cell is None, a == b, rail)
+        slow_host = rails[1]["hosts"][1]
+        flagged = [n for n in run.report["nodes"] if n["flagged"]]
+        self.assertEqual([n["host"] for n in flagged], [slow_host], run.stdout)
+        nic = rails[1]["nics"][1]
+        where = f"{slow_host} rail 1" + (f" ({nic})" if nic else "")
+        for reason in flagged[0]["reasons"]:
+            self.assertTrue(reason.startswith(where + ": "), reason)
+        self.assertFalse(any(c["outcome"] != "transient" for c in rails[0]["confirmations"]),
+                         rails[0]["confirmations"])
+        self.assertIn(where, check_by_name(run.report, "pairwise_flags")["reason"])
+
+
 class OnThisMachine(unittest.TestCase):
     def test_the_host_file_for_this_machine_passes_every_check(self):
         run = accept(2, f"--gate.file={DEV_HOST}")

@@ -1,21 +1,15 @@
-"""trainproof sweep on a 3-node virtual Slurm cluster (scripts/vcluster.sh): the pairwise pass
-names exactly the node whose link is throttled (tc tbf, both directions), and flags nothing
-without the throttle; split groups and rails get their own rows and matrices.
-
-Every run uses the same options, so the unthrottled run is the negative control of the
-throttled one. The flag fractions are far lower than the defaults: pairs on this one-host fabric
-(veth through the kernel, on 2 shared cores) differ by up to 2x from run to run, and a CI run once
-measured a healthy node's pairs at 13% of the median in the first pass (normal again in the
-second), while the throttled link is below 1% of the others (docs/sweep.md, "Reading the
-matrix")."""
+"""trainproof sweep and accept on a 3-node virtual Slurm cluster (scripts/vcluster.sh): accept
+fails on a throttled node (tc tbf, both directions) and passes without the throttle, with the
+same options; split groups and rails get their own rows and matrices; a failing job ends with its
+verdict. Every run keeps the default flag and fail fractions (docs/sweep.md, "Confirming a
+flag"); what the pairwise pass flags, run after run, is test_pairwise_flags.py's."""
 import os
 
 from vcluster_harness import WORK, ClusterCase, main, run, vcluster
 
 SRUN_NODES = ["srun", "-N3", "-n3", "--mpi=pmix", "-K1"]
 SRUN_TWO_PER_NODE = ["srun", "-N3", "-n6", "--mpi=pmix", "-K1"]
-PAIRWISE = ["--sweep.mode=pairwise", "--sweep.pair_bytes=2097152", "--sweep.pair_iters=3",
-            "--sweep.flag_fraction=0.08", "--sweep.fail_fraction=0.04"]
+PAIRWISE = ["--sweep.mode=pairwise", "--sweep.pair_bytes=2097152", "--sweep.pair_iters=3"]
 # Rows large enough that a 100 Mbit/s link shows: smaller ones take milliseconds of latency on this
 # fabric whatever the link's rate.
 ACCEPT_SWEEP = ["--sweep.min_bytes=1048576", "--sweep.max_bytes=2097152", "--sweep.iters=3",
@@ -45,33 +39,6 @@ class FabricCluster(ClusterCase):
         self.assertEqual(failing.report["verdict"], "FAIL")
         self.assertNotIn("Terminated", failing.stderr)
 
-    def test_a_throttled_node_is_named_and_its_control_flags_nothing(self):
-        degraded = vcluster("degrade", "vc-n3", "100mbit", "both")
-        self.addCleanup(vcluster, "restore", "vc-n3")
-        self.assertEqual(degraded.returncode, 0, degraded.stderr)
-        slow = self.sweep("throttled", SRUN_NODES, *PAIRWISE)
-        self.assertEqual(slow.returncode, 1, slow)  # below sweep.fail_fraction: FAIL
-        self.assertEqual(self.flagged(slow), ["vc-n3"], slow.stdout)
-        reasons = [n["reasons"] for n in slow.report["nodes"] if n["host"] == "vc-n3"][0]
-        self.assertTrue(any(r.startswith("vc-n3: median pair bandwidth") and
-                            "(receive direction)" in r for r in reasons), reasons)
-        self.assertTrue(any("(send direction)" in r for r in reasons), reasons)
-        self.assertTrue(all("still slow: the node itself is slow" in r for r in reasons), reasons)
-        rail = slow.report["sweep"]["pairwise"]["rails"][0]
-        self.assertEqual(rail["hosts"], ["vc-n1", "vc-n2", "vc-n3"])
-        self.assertEqual([s["node"] for s in rail["second_pass"]], ["vc-n3"])
-        self.assertIn("vc-n3", slow.stdout)
-
-        restored = vcluster("restore", "vc-n3")
-        self.assertEqual(restored.returncode, 0, restored.stderr)
-        control = self.sweep("control", SRUN_NODES, *PAIRWISE)
-        self.assertEqual(control.returncode, 0, control)
-        self.assertEqual(self.flagged(control), [], control.stdout)
-        rail = control.report["sweep"]["pairwise"]["rails"][0]
-        self.assertEqual(rail["bad_links"], [])
-        self.assertEqual(rail["second_pass"], [])
-        self.assertEqual(control.report["sweep"]["pairwise"]["wrong"], 0)
-
     def accept(self, name):
         report = os.path.join(WORK, f"{name}.json")
         return run([*SRUN_NODES, self.bin, "accept", "--scenario", self.tiny, "--report", report,
@@ -88,6 +55,7 @@ class FabricCluster(ClusterCase):
         flags = [c for c in slow.report["gate"]["checks"] if c["name"] == "pairwise_flags"][0]
         self.assertEqual(flags["status"], "fail", flags)
         self.assertIn("vc-n3", flags["reason"])
+        self.assertIn("measured again at", flags["reason"])
         self.assertIn("train", slow.report)
 
         restored = vcluster("restore", "vc-n3")

@@ -197,11 +197,11 @@ class PairwiseOnOneHost(unittest.TestCase):
         self.assertEqual([n["flagged"] for n in run.report["nodes"]], [False, False])
 
 
-def downgraded_sysfs(root):
-    """A node's sysfs with one NIC whose PCIe link trained to x8 of x16."""
+def downgraded_sysfs(root, width="8"):
+    """A node's sysfs with one NIC whose PCIe link runs at 2.5 of 16 GT/s, and at x8 of x16."""
     device = os.path.join(root, "devices", "pci0000:00", "0000:41:00.0")
     os.makedirs(device)
-    for name, value in [("class", "0x020000"), ("current_link_width", "8"),
+    for name, value in [("class", "0x020000"), ("current_link_width", width),
                         ("max_link_width", "16"), ("current_link_speed", "2.5 GT/s PCIe"),
                         ("max_link_speed", "16.0 GT/s PCIe"), ("numa_node", "0")]:
         with open(os.path.join(device, name), "w") as f:
@@ -242,6 +242,26 @@ class Preflight(unittest.TestCase):
             nodes = run.report["context"]["nodes"]
             self.assertEqual(len(nodes), 3)
             self.assertEqual(nodes[2]["pcie_links"][0]["current_width"], 8)
+
+    def test_a_link_below_its_speed_while_loaded_is_flagged_by_the_pairwise_pass(self):
+        # The full width, but 2.5 of 16 GT/s: at rest that says nothing (the preflight passes
+        # it), read right after the node's transfers it is a link trained down.
+        with tempfile.TemporaryDirectory() as tmp:
+            downgraded_sysfs(tmp, width="16")
+            run = sweep(3, "--sweep.mode=pairwise", "--sweep.pair_bytes=65536",
+                        "--sweep.pair_iters=2", "--test.split_hosts=3",
+                        f"--test.sysfs_root={tmp}", "--test.sysfs_root_rank=2")
+        self.assertEqual(run.returncode, 0, run)
+        checks = {c["name"]: c for c in run.report["gate"]["checks"]}
+        self.assertEqual(checks["pairwise_flags"]["status"], "warn", checks["pairwise_flags"])
+        host = run.report["context"]["hosts"][2]
+        reasons = self.flagged(run.report).get(host, [])
+        self.assertIn("0000:41:00.0 (network): PCIe link at 2.5 GT/s PCIe while loaded, capable "
+                      "of 16.0 GT/s PCIe", reasons)
+        # The preflight read the same link at rest and, its width being full, did not name it
+        # (the fixture's node differs from the others in its NICs, which it does name).
+        self.assertFalse(any(r.startswith("topology: ") and "PCIe" in r for r in reasons),
+                         reasons)
 
     def test_turned_off_it_reads_and_flags_nothing(self):
         run = self.run_with_fixture("--preflight.topology=false")

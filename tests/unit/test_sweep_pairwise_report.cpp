@@ -179,7 +179,7 @@ TEST(PairwiseConfirm, APairBelowTheGateIsMeasuredAgainEvenAtTwoNodes) {
 
 TEST(PairwiseConfirm, GrownErrorCountersFlagTheirNode) {
   tp::PairwiseRecord p = confirmed(1.0, 1.0);
-  p.counter_reasons["n2"] = {"InfiniBand mlx5_0 port 1: symbol_error grew by 12 (3 -> 15)"};
+  p.node_reasons["n2"] = {"InfiniBand mlx5_0 port 1: symbol_error grew by 12 (3 -> 15)"};
   EXPECT_EQ(tp::pairwise_node_reasons(p).at("n2").size(), 1u);
   EXPECT_EQ(tp::pairwise_checks(p)[1]["status"], "warn");
 }

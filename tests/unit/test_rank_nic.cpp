@@ -1,0 +1,79 @@
+// Which NIC a rank's traffic leaves by, from fixture sysfs trees (fabric/rank_nic.h): the
+// transport's settings first, then the NICs on the rank's NUMA node, in turn by local rank.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fabric/rank_nic.h"
+#include "fabric/sysfs_topology.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A node with four RDMA devices, two on each NUMA node.
+class RankNic : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("rank_nic_" + std::to_string(getpid()));
+    fs::remove_all(root_);
+    for (int i = 0; i < 4; ++i) {
+      const fs::path device = root_ / "class/infiniband" / ("mlx5_" + std::to_string(i)) / "device";
+      fs::create_directories(device);
+      std::ofstream(device / "numa_node") << (i < 2 ? 0 : 1) << "\n";
+    }
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  std::string root() const { return root_.string(); }
+
+ private:
+  fs::path root_;
+};
+
+TEST_F(RankNic, TheNicsOnTheRanksNumaNodeInTurn) {
+  const tp::TransportSettings none;
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, true, none).name, "mlx5_2");
+  EXPECT_EQ(tp::rank_nic(root(), 1, 1, true, none).name, "mlx5_3");
+  EXPECT_EQ(tp::rank_nic(root(), 2, 1, true, none).name, "mlx5_2");
+  EXPECT_EQ(tp::rank_nic(root(), 1, 0, true, none).source, "NUMA node 0");
+  // Unknown NUMA node: every NIC of the node, in turn.
+  EXPECT_EQ(tp::rank_nic(root(), 3, -1, true, none).name, "mlx5_3");
+  EXPECT_EQ(tp::rank_nic(root(), 3, -1, true, none).source, "the node's NICs");
+}
+
+TEST_F(RankNic, TheTransportsSettingsComeFirst) {
+  tp::TransportSettings settings;
+  settings.nccl_ib_hca = "=mlx5_1:1";
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, true, settings).name, "mlx5_1");
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, true, settings).source, "NCCL_IB_HCA");
+  // NCCL's setting says nothing of MPI's traffic, and an exclusion list names no NIC.
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, false, settings).name, "mlx5_2");
+  settings.nccl_ib_hca = "^mlx5_0";
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, true, settings).name, "mlx5_2");
+  settings.ucx_net_devices = "mlx5_0:1,mlx5_3:1";
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, false, settings).name, "mlx5_3") << "the listed one nearest";
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, false, settings).source, "UCX_NET_DEVICES");
+}
+
+TEST(NicsNamedBy, ListsWithoutPortsExclusionsOrRanges) {
+  EXPECT_EQ(tp::nics_named_by("mlx5_0:1,mlx5_1:1"), (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
+  EXPECT_EQ(tp::nics_named_by("=mlx5_4"), (std::vector<std::string>{"mlx5_4"}));
+  EXPECT_TRUE(tp::nics_named_by("^mlx5_0").empty());
+  EXPECT_TRUE(tp::nics_named_by("10.0.0.0/8").empty());
+  EXPECT_TRUE(tp::nics_named_by("").empty());
+}
+
+TEST(SlowLinksWhileLoaded, OnlyTheSpeedCountsAndBothValuesAreGiven) {
+  std::vector<tp::PcieLinkFacts> links(2);
+  links[0] = {"0000:41:00.0", "network", "8.0 GT/s PCIe", "32.0 GT/s PCIe", 16, 16};
+  links[1] = {"0000:c1:00.0", "gpu", "32.0 GT/s PCIe", "32.0 GT/s PCIe", 8, 16};
+  const auto slow = tp::slow_links_while_loaded(links);
+  ASSERT_EQ(slow.size(), 1u) << "a narrow link is the preflight's finding, not this one's";
+  EXPECT_EQ(slow[0],
+            "0000:41:00.0 (network): PCIe link at 8.0 GT/s PCIe while loaded, capable of "
+            "32.0 GT/s PCIe");
+}
+
+}  // namespace
