@@ -131,6 +131,21 @@ double median_error(const PairConfirmation& c) {
   return per_median * std::hypot(c.spread, c.control_spread);
 }
 
+bool borderline(const PairConfirmation& c, double flag_fraction) {
+  if (c.kind == "pair" || c.outcome == Confirmed::transient || !(c.control_gbps > 0)) return false;
+  return c.gbps / c.control_gbps >= flag_fraction - 2 * c.noise;
+}
+
+PairTrial trial_of(const PairwiseRail& rail, const PairConfirmation& c) {
+  PairTrial t;
+  t.suspect = {rail.world_ranks[size_t(c.from)], rail.world_ranks[size_t(c.to)]};
+  t.control = {rail.world_ranks[size_t(c.control_from)], rail.world_ranks[size_t(c.control_to)]};
+  t.mode = c.mode;
+  t.suspect_bytes = c.bytes;
+  t.control_bytes = c.control_bytes;
+  return t;
+}
+
 }  // namespace
 
 std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor_bytes) {
@@ -192,6 +207,47 @@ void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfe
                       ? Confirmed::transient
                       : confirm(c.gbps, c.control_gbps, c.noise, flag_fraction, fail_fraction);
     }
+}
+
+std::vector<PairTrial> plan_second_trials(const PairwiseRecord& record, double flag_fraction) {
+  std::vector<PairTrial> trials;
+  for (const PairwiseRail& rail : record.rails)
+    for (const PairConfirmation& c : rail.confirmations)
+      if (borderline(c, flag_fraction)) trials.push_back(trial_of(rail, c));
+  return trials;
+}
+
+void record_second_trials(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,
+                          double flag_fraction, double fail_fraction) {
+  std::vector<std::pair<const PairwiseRail*, PairConfirmation*>> in_order;
+  for (PairwiseRail& rail : record.rails)
+    for (PairConfirmation& c : rail.confirmations)
+      if (borderline(c, flag_fraction)) in_order.push_back({&rail, &c});
+  std::vector<double> control_spread(in_order.size(), 0.0), spread(in_order.size(), 0.0);
+  for (const TrialTransfer& t : measured) {
+    if (t.trial < 0 || size_t(t.trial) >= in_order.size()) continue;
+    PairConfirmation& c = *in_order[size_t(t.trial)].second;
+    const double relative = t.transfer.seconds > 0 ? t.mad_seconds / t.transfer.seconds : 0.0;
+    (t.control ? c.again_control_gbps : c.again_gbps) = t.transfer.gbps();
+    (t.control ? control_spread : spread)[size_t(t.trial)] = relative;
+    record.wrong += t.transfer.wrong;
+  }
+  for (size_t i = 0; i < in_order.size(); ++i) {
+    const auto& [rail, c] = in_order[i];
+    PairConfirmation second = *c;
+    second.spread = spread[i];
+    second.control_spread = control_spread[i];
+    const PairSpread& healthy =
+        c->mode == PairMode::one_way ? rail->spread_one_way : rail->spread_both_ways;
+    const double noise = std::max(healthy.relative(), median_error(second));
+    const Confirmed again =
+        confirm(c->again_gbps, c->again_control_gbps, noise, flag_fraction, fail_fraction);
+    // The milder of the two trials decides: a healthy pair caught twice is unlikely.
+    if (again == Confirmed::transient || c->outcome == Confirmed::transient)
+      c->outcome = Confirmed::transient;
+    else if (again == Confirmed::flagged)
+      c->outcome = Confirmed::flagged;
+  }
 }
 
 }  // namespace tp

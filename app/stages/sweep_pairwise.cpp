@@ -204,28 +204,43 @@ void judge_first_pass(PairwiseRecord& record, const SweepConfig& cfg,
   }
 }
 
-// Every suspect measured again beside its control, one trial at a time.
+// `trials` measured one after another on every rank, gathered at rank 0.
+// `beats`: the pass's progress so far, for the watchdog; advanced by one per trial.
+std::vector<TrialTransfer> run_trials(const std::string& plan_text, const World& world,
+                                      Collective& collective, PairPlan plan, int iters,
+                                      int64_t& beats) {
+  const std::vector<PairTrial> trials = trials_from(broadcast_from_root(world, plan_text));
+  if (trials.empty()) return {};
+  if (world.rank == 0)
+    spdlog::info("pairwise: {} suspect(s) measured again, each beside a control", trials.size());
+  plan.iters = iters;
+  return gather_trials(
+      world, measure_trials(collective, world.comm, trials, plan, [&world, &beats](size_t, size_t) {
+        stage_beat(++beats);
+        stop_point(world.comm);
+      }));
+}
+
+std::string trials_text(const std::vector<PairTrial>& trials) {
+  json list = json::array();
+  for (const PairTrial& t : trials) list.push_back(trial_json(t));
+  return list.dump();
+}
+
+// Every suspect measured again beside its control, one trial at a time; a flag within one noise
+// of the line a second time (docs/sweep.md, "Confirming a flag").
 void confirm_suspects(PairwiseRecord& record, const SweepConfig& cfg, const World& world,
                       Collective& collective, const PairPlan& plan, size_t rounds) {
   std::string text;
+  if (world.rank == 0) text = trials_text(plan_confirmations(record, plan.floor_bytes));
+  int64_t beats = int64_t(rounds);
+  const auto first = run_trials(text, world, collective, plan, record.confirm_iters, beats);
   if (world.rank == 0) {
-    json trials = json::array();
-    for (const PairTrial& t : plan_confirmations(record, plan.floor_bytes))
-      trials.push_back(trial_json(t));
-    text = trials.dump();
+    record_confirmations(record, first, cfg.flag_fraction, cfg.fail_fraction);
+    text = trials_text(plan_second_trials(record, cfg.flag_fraction));
   }
-  const std::vector<PairTrial> trials = trials_from(broadcast_from_root(world, text));
-  if (trials.empty()) return;
-  if (world.rank == 0)
-    spdlog::info("pairwise: {} suspect(s) measured again, each beside a control", trials.size());
-  PairPlan again = plan;
-  again.iters = record.confirm_iters;
-  const auto measured = gather_trials(world, measure_trials(collective, world.comm, trials, again,
-                                                            [&world, rounds](size_t done, size_t) {
-                                                              stage_beat(int64_t(rounds + done));
-                                                              stop_point(world.comm);
-                                                            }));
-  if (world.rank == 0) record_confirmations(record, measured, cfg.flag_fraction, cfg.fail_fraction);
+  const auto second = run_trials(text, world, collective, plan, record.confirm_iters, beats);
+  if (world.rank == 0) record_second_trials(record, second, cfg.flag_fraction, cfg.fail_fraction);
 }
 
 }  // namespace

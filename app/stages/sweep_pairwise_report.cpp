@@ -51,8 +51,13 @@ std::string measured_again(const PairwiseRail& rail, const PairConfirmation& c) 
     text += ", " + percent_text(c.gbps / c.control_gbps) + " of the control " +
             host(rail, c.control_from) + " -> " + host(rail, c.control_to) + " at " +
             rate_text(c.control_gbps);
-  return text + " (" + std::to_string(c.transfers) + " alternated transfers each, noise " +
-         percent_text(c.noise) + ")";
+  text += " (" + std::to_string(c.transfers) + " alternated transfers each, noise " +
+          percent_text(c.noise) + ")";
+  if (c.again_gbps >= 0 && c.again_control_gbps > 0)
+    text += ", and a second time at " + rate_text(c.again_gbps) + ", " +
+            percent_text(c.again_gbps / c.again_control_gbps) + " of the control's " +
+            rate_text(c.again_control_gbps);
+  return text;
 }
 
 std::string first_pass(const PairConfirmation& c) {

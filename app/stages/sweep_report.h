@@ -38,6 +38,9 @@ struct PairConfirmation {
   double spread = 0, control_spread = 0;            // relative median absolute deviation of each
   double noise = 0;                                 // the relative spread a flag had to clear
   Confirmed outcome = Confirmed::transient;
+  // A flag within one noise of the line is measured a second time, and stands only if the second
+  // trial flags it too: -1 when there was none.
+  double again_gbps = -1, again_control_gbps = -1;
 };
 
 // The pairwise pass over one rail: local rank `rail` of every node that has one (pair_ranks=node

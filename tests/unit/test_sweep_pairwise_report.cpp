@@ -118,6 +118,28 @@ TEST(PairwiseConfirm, AFlagMustClearTheNoise) {
   EXPECT_EQ(tp::pairwise_checks(confirmed(0.6, 0.7, 0.02))[1]["status"], "warn");
 }
 
+TEST(PairwiseConfirm, AFlagNearTheLineIsMeasuredASecondTimeAndStandsOnlyIfItHolds) {
+  // 77% of its control with 1.7% noise: below the line (78%) by less than one noise more.
+  for (const double second : {0.95, 0.5}) {
+    tp::PairwiseRecord p = confirmed(0.6, 0.77);
+    ASSERT_EQ(tp::pairwise_checks(p)[1]["status"], "warn");
+    const auto trials = tp::plan_second_trials(p, 0.8);
+    ASSERT_EQ(trials.size(), 2u) << "both directions of n3 lie near the line";
+    EXPECT_EQ(trials[0].suspect, (tp::RankPair{2, 0}));
+    tp::record_second_trials(p, measured(trials, second), 0.8, 0.5);
+    const std::string status = tp::pairwise_checks(p)[1]["status"];
+    EXPECT_EQ(status, second > 0.8 ? "pass" : "warn") << second;
+    if (second > 0.8) {
+      EXPECT_NE(tp::pairwise_warnings(p)[0].find("and a second time at 950 MB/s, 95% of the "
+                                                 "control's 1.00 GB/s"),
+                std::string::npos)
+          << tp::pairwise_warnings(p)[0];
+    }
+  }
+  // A flag far below the line needs no second trial.
+  EXPECT_TRUE(tp::plan_second_trials(confirmed(0.004, 0.004), 0.8).empty());
+}
+
 TEST(PairwiseConfirm, TheRuleItself) {
   using tp::Confirmed;
   EXPECT_EQ(tp::confirm(0.7, 1.0, 0.0, 0.8, 0.5), Confirmed::flagged);
