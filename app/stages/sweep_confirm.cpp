@@ -46,6 +46,28 @@ uint64_t suspect_bytes(const PairConfirmation& c, uint64_t share, uint64_t floor
   return std::min(share, std::max(std::min(floor_bytes, share), scaled));
 }
 
+// A confirmation's trial in world ranks.
+PairTrial trial_of(const PairwiseRail& rail, const PairConfirmation& c) {
+  PairTrial t;
+  t.suspect = {rail.world_ranks[size_t(c.from)], rail.world_ranks[size_t(c.to)]};
+  if (c.control_from >= 0)
+    t.control = {rail.world_ranks[size_t(c.control_from)], rail.world_ranks[size_t(c.control_to)]};
+  t.mode = c.mode;
+  t.suspect_bytes = c.bytes;
+  t.control_bytes = c.control_bytes;
+  return t;
+}
+
+// Elements a trial's receiver found wrong, counted with the pass's, the first named.
+void add_wrong(PairwiseRecord& record, const TrialTransfer& t) {
+  if (t.transfer.wrong == 0) return;
+  record.wrong += t.transfer.wrong;
+  if (record.first_wrong.empty())
+    record.first_wrong = "confirmation: " + std::to_string(t.transfer.wrong) +
+                         " wrong element(s) received by rank " + std::to_string(t.transfer.to) +
+                         " from rank " + std::to_string(t.transfer.from);
+}
+
 struct Planner {
   PairwiseRecord& record;
   uint64_t floor_bytes;
@@ -59,15 +81,7 @@ struct Planner {
     c.bytes = suspect_bytes(c, share, floor_bytes);
     c.control_bytes = c.control_from >= 0 ? share : 0;
     c.transfers = record.confirm_iters;
-    PairTrial t;
-    t.suspect = {rail.world_ranks[size_t(c.from)], rail.world_ranks[size_t(c.to)]};
-    if (c.control_from >= 0)
-      t.control = {rail.world_ranks[size_t(c.control_from)],
-                   rail.world_ranks[size_t(c.control_to)]};
-    t.mode = c.mode;
-    t.suspect_bytes = c.bytes;
-    t.control_bytes = c.control_bytes;
-    trials.push_back(t);
+    trials.push_back(trial_of(rail, c));
     rail.confirmations.push_back(std::move(c));
   }
 
@@ -136,16 +150,6 @@ bool borderline(const PairConfirmation& c, double flag_fraction) {
   return c.gbps / c.control_gbps >= flag_fraction - 2 * c.noise;
 }
 
-PairTrial trial_of(const PairwiseRail& rail, const PairConfirmation& c) {
-  PairTrial t;
-  t.suspect = {rail.world_ranks[size_t(c.from)], rail.world_ranks[size_t(c.to)]};
-  t.control = {rail.world_ranks[size_t(c.control_from)], rail.world_ranks[size_t(c.control_to)]};
-  t.mode = c.mode;
-  t.suspect_bytes = c.bytes;
-  t.control_bytes = c.control_bytes;
-  return t;
-}
-
 }  // namespace
 
 std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor_bytes) {
@@ -189,13 +193,7 @@ void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfe
     const double relative = t.transfer.seconds > 0 ? t.mad_seconds / t.transfer.seconds : 0.0;
     (t.control ? c.control_gbps : c.gbps) = t.transfer.gbps();
     (t.control ? c.control_spread : c.spread) = relative;
-    if (t.transfer.wrong > 0) {
-      record.wrong += t.transfer.wrong;
-      if (record.first_wrong.empty())
-        record.first_wrong = "confirmation: " + std::to_string(t.transfer.wrong) +
-                             " wrong element(s) received by rank " + std::to_string(t.transfer.to) +
-                             " from rank " + std::to_string(t.transfer.from);
-    }
+    add_wrong(record, t);
   }
   for (PairwiseRail& rail : record.rails)
     for (PairConfirmation& c : rail.confirmations) {
@@ -230,7 +228,7 @@ void record_second_trials(PairwiseRecord& record, const std::vector<TrialTransfe
     const double relative = t.transfer.seconds > 0 ? t.mad_seconds / t.transfer.seconds : 0.0;
     (t.control ? c.again_control_gbps : c.again_gbps) = t.transfer.gbps();
     (t.control ? control_spread : spread)[size_t(t.trial)] = relative;
-    record.wrong += t.transfer.wrong;
+    add_wrong(record, t);
   }
   for (size_t i = 0; i < in_order.size(); ++i) {
     const auto& [rail, c] = in_order[i];

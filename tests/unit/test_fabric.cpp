@@ -3,11 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <set>
 
 #include "common/errors.h"
 #include "fabric/bus_bandwidth.h"
 #include "fabric/pair_judgement.h"
+#include "fabric/pairwise.h"
 #include "fabric/tournament.h"
 
 namespace {
@@ -149,6 +152,23 @@ TEST(PairJudgement, FewerThanThreeNodesAreNotJudged) {
   EXPECT_TRUE(j.nodes.empty());
   EXPECT_TRUE(j.links.empty());
   EXPECT_THAT(j.note, HasSubstr("3 nodes or more"));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(PairTimeBound, OnlyAPairFarSlowerThanTheFastestMovesFewerBytes) {
+  const uint64_t full = 16u << 20, floor = 1u << 18;
+  // Within twice the fastest: every byte.
+  EXPECT_EQ(tp::time_bounded_count(full, floor, 0.2, 0.1, 2.0), full);
+  // Ten times the fastest: what fits in twice its time, a fifth.
+  EXPECT_EQ(tp::time_bounded_count(full, floor, 1.0, 0.1, 2.0), full / 5);
+  // Slower still: never below the floor.
+  EXPECT_EQ(tp::time_bounded_count(full, floor, 1000.0, 0.1, 2.0), floor);
+  // No pair estimated anywhere (every rank idle): nothing to bound against.
+  EXPECT_EQ(tp::time_bounded_count(full, floor, 1.0, std::numeric_limits<double>::infinity(), 2.0),
+            full);
 }
 
 }  // namespace
