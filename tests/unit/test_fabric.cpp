@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <limits>
-
 #include <set>
 
 #include "common/errors.h"
