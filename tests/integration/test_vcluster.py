@@ -17,7 +17,18 @@ SRUN = ["srun", "-N2", "-n4", "--mpi=pmix", "-K1"]
 
 
 def squeue(job):
-    return run(["squeue", "-h", "-j", job, "-o", "%T %r"]).stdout.strip()
+    """The job's state and reason; "" once Slurm no longer lists it, None when squeue failed
+    (a busy controller answers with an error, which must not read as "the job has ended")."""
+    listed = run(["squeue", "-h", "-j", job, "-o", "%T %r"])
+    if listed.returncode != 0:
+        return None if "Invalid job id" not in listed.stderr else ""
+    return listed.stdout.strip()
+
+
+def job_record(job):
+    """What Slurm says of the job, for a failure message."""
+    shown = run(["scontrol", "show", "job", job])
+    return shown.stdout + shown.stderr
 
 
 def wait_for(condition, seconds):
@@ -121,13 +132,15 @@ class VirtualCluster(ClusterCase):
             n.startswith("step-") for n in os.listdir(ckpt)), 90), "no checkpoint committed")
         run(["scancel", "--signal=USR1", job])
         # Slurm holds a requeued job for about two minutes; release it now.
-        self.assertTrue(wait_for(lambda: "BeginTime" in squeue(job), 90), squeue(job))
+        self.assertTrue(wait_for(lambda: "BeginTime" in (squeue(job) or ""), 90), squeue(job))
         run(["scontrol", "update", f"JobId={job}", "StartTime=now"])
-        self.assertTrue(wait_for(lambda: squeue(job) == "", 150), squeue(job))
+        self.assertTrue(wait_for(lambda: squeue(job) == "", 150), job_record(job))
         with open(log) as f:
             text = f.read()
         stopped = re.search(r"SIGUSR1 received: stopped after step (\d+)", text)
         self.assertIsNotNone(stopped, text[-3000:])
+        # The requeued run appends to the same log: it must have printed its own verdict.
+        self.assertIn("verdict:", text[stopped.end():], text[-3000:] + job_record(job))
         with open(report) as f:
             resumed = json.load(f)
         # The report is the requeued run's only when that run ended with one: say what it did.
