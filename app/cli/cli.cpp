@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/cli/cli_options.h"
+#include "app/cli/host_reference.h"
 #include "app/cli/option_values.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -195,12 +196,15 @@ void check_scenario_options(const std::string& path, const po::parsed_options& p
                        "(it is run by the shell as written)");
 }
 
-// A host's reference thresholds may not change the work itself: a gate file holds [gate] only.
+// A host's reference thresholds may not change the work itself: a gate file holds [gate] (and the
+// [reference] figures, split off before this) only.
 void check_gate_file_options(const std::string& path, const po::parsed_options& parsed) {
   for (const po::option& o : parsed.options)
     if (o.string_key.rfind("gate.", 0) != 0 || o.string_key == "gate.file")
-      throw UsageError("gate.file '" + path + "': " + o.string_key +
-                       " is not a [gate] threshold (a gate file holds [gate] options only)");
+      throw UsageError(
+          "gate.file '" + path + "': " + o.string_key +
+          " is not a [gate] threshold (a gate file holds [gate] options and [reference] figures "
+          "only)");
 }
 
 // Edit distance between two option names (insertions, deletions, substitutions).
@@ -240,8 +244,12 @@ std::string unknown_option_text(const po::options_description& options, std::str
 
 // `what` is "scenario file" or "gate.file": how its errors name it.
 po::parsed_options parse_option_file(const std::string& what, const std::string& path,
-                                     const std::string& text,
+                                     const std::string& file_text,
                                      const po::options_description& options) {
+  // A host file's [reference] figures are checked here and read by its self-consistency test.
+  HostReference reference;
+  const std::string text =
+      what == "gate.file" ? split_reference_section(path, file_text, reference) : file_text;
   check_scenario_lines(what, path, text);
   std::istringstream lines(text);
   try {

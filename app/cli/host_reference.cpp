@@ -1,0 +1,94 @@
+#include "app/cli/host_reference.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "common/errors.h"
+
+namespace tp {
+namespace {
+
+std::string trimmed(const std::string& s) {
+  const size_t first = s.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
+}
+
+const ReferenceFigureName* figure_named(const std::string& name) {
+  for (const ReferenceFigureName& f : reference_figure_names())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+double figure_value(const std::string& where, const std::string& key, const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value < 0)
+    throw UsageError(where + ": " + key + " = '" + text + "' is not a number >= 0");
+  return value;
+}
+
+}  // namespace
+
+const std::vector<ReferenceFigureName>& reference_figure_names() {
+  using K = ReferenceKind;
+  static const std::vector<ReferenceFigureName> names = {
+      {"nodes", K::job_shape, ""},
+      {"ranks_per_node", K::job_shape, ""},
+      {"gpus_per_node", K::job_shape, ""},
+      {"busbw_gbps", K::higher_is_better, "min_busbw_gbps"},
+      {"pair_gbps", K::higher_is_better, "min_pair_gbps"},
+      {"step_cv", K::spread, "max_step_cv"},
+      {"au", K::higher_is_better, "min_au"},
+      {"straggler_score", K::spread, "min_straggler_score"},
+      {"comm_exposed_fraction", K::lower_is_better, "max_comm_exposed_fraction"},
+      {"ckpt_write_gbps", K::higher_is_better, "min_ckpt_write_gbps"},
+      {"ckpt_write_gbps_per_node", K::higher_is_better, "min_ckpt_write_gbps_per_node"},
+      {"ckpt_write_gbps_per_gpu", K::higher_is_better, "min_ckpt_write_gbps_per_gpu"},
+      {"ckpt_stall_fraction", K::lower_is_better, "max_ckpt_stall_fraction"},
+      {"goodput", K::higher_is_better, "min_goodput"},
+      {"job_goodput", K::higher_is_better, "min_job_goodput"},
+      {"restore_gbps", K::higher_is_better, "min_restore_gbps"},
+      {"restore_gbps_per_node", K::higher_is_better, "min_restore_gbps_per_node"},
+      {"restore_gbps_per_gpu", K::higher_is_better, "min_restore_gbps_per_gpu"},
+      {"restore_s", K::lower_is_better, "max_restore_s"},
+      {"rto_s", K::lower_is_better, "max_rto_s"},
+      {"rpo_steps", K::spread, "max_rpo_steps"},
+  };
+  return names;
+}
+
+std::string split_reference_section(const std::string& path, const std::string& text,
+                                    HostReference& reference) {
+  std::istringstream lines(text);
+  std::string line, rest;
+  bool inside = false;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    const std::string body = trimmed(line);
+    if (!body.empty() && body.front() == '[') inside = body == "[reference]";
+    if (!inside) {
+      rest += line + "\n";
+      continue;
+    }
+    rest += "\n";
+    if (body.empty() || body.front() == '#' || body.front() == '[') continue;
+    const std::string where = "gate.file '" + path + "', line " + std::to_string(number);
+    const size_t equals = body.find('=');
+    if (equals == std::string::npos)
+      throw UsageError(where + ": '" + body + "' is not NAME = VALUE");
+    const std::string key = trimmed(body.substr(0, equals));
+    if (!figure_named(key)) {
+      std::string known;
+      for (const ReferenceFigureName& f : reference_figure_names())
+        known += (known.empty() ? "" : ", ") + f.name;
+      throw UsageError(where + ": unknown reference figure '" + key + "' (known: " + known + ")");
+    }
+    if (reference.count(key))
+      throw UsageError(where + ": reference figure " + key + " given twice");
+    reference[key] = figure_value(where, key, trimmed(body.substr(equals + 1)));
+  }
+  return rest;
+}
+
+}  // namespace tp

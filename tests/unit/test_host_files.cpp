@@ -1,0 +1,250 @@
+// Every host file in scenarios/hosts/ is self-consistent (docs/acceptance.md, "Reference figures"):
+// a synthetic report of healthy hosts at the file's [reference] figures passes every threshold the
+// file sets, at its reference job and at 8 times as many nodes; the same report at 60% of the
+// figures fails every check a bandwidth, a utilisation, a goodput or a time feeds.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/accept/accept_config.h"
+#include "app/cli/cli.h"
+#include "app/cli/host_reference.h"
+#include "app/judge/gate_judge.h"
+#include "common/errors.h"
+
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+constexpr double kWeakHost = 0.6;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> host_files() {
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(std::string(TRAINPROOF_SCENARIOS) + "/hosts"))
+    if (entry.path().extension() == ".ini") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+tp::AcceptConfig thresholds_of(const std::string& path) {
+  // Every stage, with checkpoints (the figures of every threshold are measured).
+  const std::string flag = "--gate.file=" + path;
+  const char* argv[] = {"trainproof", "accept", flag.c_str(), "--checkpoint.dir=/ckpt",
+                        "--checkpoint.every=5"};
+  const tp::Invocation inv = tp::parse_invocation(int(std::size(argv)), argv);
+  return tp::accept_config_from(inv.options, inv.option_source, tp::train_config_from(inv.options));
+}
+
+const tp::ReferenceFigureName* feeding(const std::string& threshold) {
+  for (const tp::ReferenceFigureName& f : tp::reference_figure_names())
+    if (f.threshold == threshold) return &f;
+  return nullptr;
+}
+
+// A host `share` as good as the reference: its figures moved as their kind says.
+struct SyntheticHost {
+  const tp::HostReference& reference;
+  double share;
+  double figure(const std::string& name, double otherwise = 0) const {
+    const auto found = reference.find(name);
+    if (found == reference.end()) return otherwise;
+    for (const tp::ReferenceFigureName& f : tp::reference_figure_names()) {
+      if (f.name != name) continue;
+      if (f.kind == tp::ReferenceKind::higher_is_better) return found->second * share;
+      if (f.kind == tp::ReferenceKind::lower_is_better) return found->second / share;
+    }
+    return found->second;
+  }
+  // An aggregate bandwidth: per node or per GPU where the file states it so, else the job's.
+  double aggregate(const std::string& name, int nodes, int gpus) const {
+    if (reference.count(name + "_per_node")) return figure(name + "_per_node") * nodes;
+    if (reference.count(name + "_per_gpu")) return figure(name + "_per_gpu") * gpus;
+    return figure(name);
+  }
+};
+
+json pair_matrix(int nodes, double gbps) {
+  json matrix = json::array();
+  for (int a = 0; a < nodes; ++a) {
+    json row = json::array();
+    for (int b = 0; b < nodes; ++b) row.push_back(a == b ? json(nullptr) : json(gbps));
+    matrix.push_back(row);
+  }
+  return matrix;
+}
+
+// A report as accept and report merge leave it, for `nodes` nodes of the reference's kind.
+json synthetic_report(const SyntheticHost& host, int nodes, int64_t busbw_bytes) {
+  const int per_node = int(host.figure("ranks_per_node", 1));
+  const int gpus_per_node = int(host.figure("gpus_per_node", 0));
+  json report;
+  json hosts = json::array();
+  for (int n = 0; n < nodes; ++n) {
+    char name[32];
+    std::snprintf(name, sizeof name, "node-%03d", n);
+    hosts.push_back(name);
+    report["nodes"].push_back({{"host", name}});
+    for (int local = 0; local < per_node; ++local) {
+      json rank = {{"rank", n * per_node + local},
+                   {"host", name},
+                   {"straggler_score", host.figure("straggler_score", 1.0)}};
+      if (local < gpus_per_node) rank["gpu"] = {{"index", local}};
+      report["ranks"].push_back(rank);
+    }
+  }
+  for (const char* op : {"allreduce", "allgather", "reducescatter"})
+    report["sweep"]["results"].push_back({{"op", op},
+                                          {"in_place", true},
+                                          {"group", "world"},
+                                          {"bytes", busbw_bytes},
+                                          {"busbw_gbps", host.figure("busbw_gbps")}});
+  report["sweep"]["pairwise"]["rails"].push_back(
+      {{"hosts", hosts}, {"one_way_gbps", pair_matrix(nodes, host.figure("pair_gbps"))}});
+  report["train"] = {{"step_cv", host.figure("step_cv")},
+                     {"au", host.figure("au")},
+                     {"phases",
+                      {{"step", {{"p50", 1.0}}},
+                       {"comm_exposed", {{"p50", host.figure("comm_exposed_fraction")}}}}}};
+  const int gpus = nodes * gpus_per_node;
+  report["checkpoint"] = {{"write_gbps", host.aggregate("ckpt_write_gbps", nodes, gpus)},
+                          {"stall_fraction", host.figure("ckpt_stall_fraction")}};
+  report["job"] = {{"train_goodput", host.figure("goodput")},
+                   {"goodput", host.figure("job_goodput")}};
+  report["restore"] = {{"gbps", host.aggregate("restore_gbps", nodes, gpus)},
+                       {"seconds", host.figure("restore_s")}};
+  report["drill"] = {{"rto_s", host.figure("rto_s")}, {"rpo_steps", host.figure("rpo_steps")}};
+  return report;
+}
+
+json judged(const tp::AcceptConfig& config, const json& report) {
+  tp::StageAttempts every;
+  for (const tp::GateThreshold& t : config.thresholds) every[t.stage] = 1;
+  return tp::judge_thresholds(config, report, every);
+}
+
+// The threshold a gate check judges ("min_busbw_gbps.allreduce" -> "min_busbw_gbps").
+std::string threshold_of(const json& check) {
+  const std::string name = check["name"];
+  return name.substr(0, name.find('.'));
+}
+
+// Checks a job of this shape cannot measure: a straggler among fewer than 3 ranks, a pair of
+// nodes in a job of one.
+bool unmeasurable_here(const std::string& threshold, const json& report) {
+  if (threshold == "min_straggler_score") return report["ranks"].size() < 3;
+  if (threshold == "min_pair_gbps") return report["nodes"].size() < 2;
+  return false;
+}
+
+class HostFile : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    tp::split_reference_section(GetParam(), read_text(GetParam()), reference);
+    config = thresholds_of(GetParam());
+  }
+  tp::HostReference reference;
+  tp::AcceptConfig config;
+};
+
+TEST_P(HostFile, StatesAReferenceFigureForEveryThresholdItSets) {
+  ASSERT_TRUE(reference.count("nodes")) << GetParam() << ": [reference] needs nodes";
+  ASSERT_TRUE(reference.count("ranks_per_node")) << GetParam();
+  for (const tp::GateThreshold& t : config.thresholds) {
+    if (t.threshold.source.find("gate.file") == std::string::npos) continue;
+    const tp::ReferenceFigureName* f = feeding(t.threshold.check);
+    ASSERT_NE(f, nullptr) << t.threshold.check;
+    EXPECT_TRUE(reference.count(f->name)) << GetParam() << " sets gate." << t.threshold.check
+                                          << " but [reference] has no " << f->name;
+  }
+}
+
+TEST_P(HostFile, AHealthyHostPassesEveryThresholdAtItsReferenceJobAndAtEightTimesItsNodes) {
+  const int nodes = int(reference.at("nodes"));
+  for (const int job_nodes : {nodes, 8 * nodes}) {
+    const json report = synthetic_report({reference, 1.0}, job_nodes, config.busbw_bytes);
+    for (const json& check : judged(config, report)) {
+      if (check["status"] == "n/a" && unmeasurable_here(threshold_of(check), report)) continue;
+      EXPECT_EQ(check["status"], "pass")
+          << GetParam() << " at " << job_nodes << " nodes: " << check.dump();
+    }
+  }
+}
+
+TEST_P(HostFile, AHostAt60PercentFailsEveryCheckItsSpeedFeeds) {
+  const int nodes = int(reference.at("nodes"));
+  for (const int job_nodes : {nodes, 8 * nodes}) {
+    const json report = synthetic_report({reference, kWeakHost}, job_nodes, config.busbw_bytes);
+    int failed = 0;
+    for (const json& check : judged(config, report)) {
+      const std::string threshold = threshold_of(check);
+      const tp::ReferenceFigureName* f = feeding(threshold);
+      if (!f || !reference.count(f->name) || unmeasurable_here(threshold, report)) continue;
+      if (f->kind == tp::ReferenceKind::spread) {
+        EXPECT_EQ(check["status"], "pass") << GetParam() << ": " << check.dump();
+        continue;
+      }
+      EXPECT_EQ(check["status"], "fail")
+          << GetParam() << " at " << job_nodes << " nodes, 60% of its " << f->name << ": "
+          << check.dump();
+      ++failed;
+    }
+    EXPECT_GT(failed, 0) << GetParam() << ": no threshold is fed by a speed";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ScenariosHosts, HostFile, ::testing::ValuesIn(host_files()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = fs::path(info.param).stem().string();
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+TEST(HostReference, KeepsLineNumbersAndNamesAnUnknownFigure) {
+  tp::HostReference reference;
+  const std::string text = "[gate]\nmin_au = 0.5\n[reference]\n# measured\nau = 0.8\n";
+  EXPECT_EQ(tp::split_reference_section("h.ini", text, reference), "[gate]\nmin_au = 0.5\n\n\n\n");
+  EXPECT_EQ(reference.at("au"), 0.8);
+  tp::HostReference again;
+  try {
+    tp::split_reference_section("h.ini", "[reference]\n\naw = 0.8\n", again);
+    FAIL() << "an unknown figure was accepted";
+  } catch (const tp::UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("gate.file 'h.ini', line 3: unknown reference figure 'aw'"));
+  }
+  EXPECT_THROW(tp::split_reference_section("h.ini", "[reference]\nau = fast\n", again),
+               tp::UsageError);
+  EXPECT_THROW(tp::split_reference_section("h.ini", "[reference]\nau = -1\n", again),
+               tp::UsageError);
+}
+
+TEST(HostReference, AGateFileWithAReferenceSectionIsReadAndAMisspeltFigureIsExit2) {
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "host_reference_good.ini";
+  const std::string bad = dir + "host_reference_bad.ini";
+  std::ofstream(good) << "[gate]\nmin_au = 0.5\n[reference]\nnodes = 2\nau = 0.8\n";
+  std::ofstream(bad) << "[gate]\nmin_au = 0.5\n[reference]\nau = 0.8\nbusbw = 3\n";
+  EXPECT_EQ(thresholds_of(good).thresholds.front().threshold.limit, 0.5);
+  try {
+    thresholds_of(bad);
+    FAIL() << "a misspelt reference figure was accepted";
+  } catch (const tp::UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("line 5: unknown reference figure 'busbw'"));
+  }
+}
+
+}  // namespace
