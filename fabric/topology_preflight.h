@@ -47,6 +47,7 @@ TopologyJudgement judge_topology(const std::vector<std::string>& hosts,
 struct TopologyPreflight {
   nlohmann::json nodes = nlohmann::json::array();  // context.nodes[], in world host order
   TopologyJudgement judgement;
+  bool measured = true;  // false when preflight.topology=false read nothing
 };
 // Collective: the first rank of each host sends `mine`; complete on rank 0.
 TopologyPreflight gather_topology(const World& world, const NodeTopology& mine);

@@ -139,15 +139,8 @@ PreflightStage preflight_stage(const TrainConfig& config, const World& world) {
     for (const auto& rank : by_rank) slowest = std::max(slowest, rank[f].seconds);
     folders.push_back({{"folder", roles[f]}, {"slowest_probe_s", slowest}});
   }
-  std::string flagged;
-  for (const auto& [host, why] : topology.judgement.reasons)
-    flagged += (flagged.empty() ? "" : ", ") + host;
-  stage.checks = json::array(
-      {gate_check("topology", topology.judgement.reasons.size(), 0,
-                  flagged.empty() ? "pass" : "warn",
-                  flagged.empty() ? "no node differs from the majority or has a degraded link"
-                                  : "flagged: " + flagged),
-       folder_probe_check(roles, by_rank, world.host_of_rank)});
+  stage.checks = json::array({topology_check(topology.judgement.reasons, topology.measured),
+                              folder_probe_check(roles, by_rank, world.host_of_rank)});
   stage.section = {{"topology_reasons", topology.judgement.reasons}, {"folders", folders}};
   stage.nodes = topology.nodes;
   return stage;

@@ -17,6 +17,17 @@ json gate_check(const std::string& name, json value, json threshold, const std::
           {"reason", reason}};
 }
 
+json topology_check(const std::map<std::string, std::vector<std::string>>& reasons, bool measured) {
+  if (!measured)
+    return gate_check("topology", nullptr, 0, "n/a",
+                      "preflight.topology=false: no node's topology was read");
+  std::string hosts;
+  for (const auto& [host, why] : reasons) hosts += (hosts.empty() ? "" : ", ") + host;
+  return gate_check("topology", reasons.size(), 0, hosts.empty() ? "pass" : "warn",
+                    hosts.empty() ? "no node differs from the majority or has a degraded link"
+                                  : "flagged: " + hosts);
+}
+
 std::string verdict_of_checks(const json& checks) {
   std::string verdict = "PASS";
   bool judged = false;  // some check measured something: all "n/a" is no verdict at all

@@ -2,7 +2,9 @@
 // What every report kind shares: its schema, gate.checks[] and the verdict they give
 // (docs/report.md, "Schema" and "Verdict").
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace tp {
 
@@ -15,6 +17,11 @@ inline constexpr const char* kOlderReportSchema = "trainproof.report/1";
 // app/judge/thresholds.h), or incomplete (a run or stage cut short: app/accept/accept_progress.h).
 nlohmann::json gate_check(const std::string& name, nlohmann::json value, nlohmann::json threshold,
                           const std::string& status, const std::string& reason);
+// The topology preflight's check (docs/report.md, "Checks"): WARN naming every host that differs
+// from the majority or has a degraded link; n/a when preflight.topology=false read nothing.
+nlohmann::json topology_check(const std::map<std::string, std::vector<std::string>>& reasons,
+                              bool measured);
+
 // FAIL when any check fails, else INCOMPLETE when any is incomplete, else NONE when nothing ran
 // (or every check is n/a), else WARN when any warns, else PASS.
 std::string verdict_of_checks(const nlohmann::json& checks);

@@ -353,12 +353,27 @@ json straggler_check(const RankFigures& f, const std::vector<int>& stragglers) {
                                        : "stragglers: ranks " + join_ranks(stragglers));
 }
 
-json flagged_nodes_check(const std::vector<std::string>& flagged_nodes) {
-  std::string node_list;
+// A node is judged by what could be compared: its ranks' compute (3 ranks or more), its own
+// compute against other nodes' (3 nodes or more), and its topology (the preflight read it). With
+// none of them, nothing was measured: n/a, never PASS.
+json flagged_nodes_check(const RunRecord& run, const std::vector<std::string>& flagged_nodes) {
+  const size_t nodes = hosts_of(run.ranks).names.size();
+  std::vector<std::string> compared;
+  if (run.ranks.size() >= kStragglerPeers) compared.push_back("ranks' compute");
+  if (nodes >= kStragglerPeers) compared.push_back("nodes' compute");
+  if (run.topology_measured) compared.push_back("topology");
+  if (compared.empty())
+    return gate_check("flagged_nodes", nullptr, 0, "n/a",
+                      std::to_string(run.ranks.size()) + " rank(s) on " + std::to_string(nodes) +
+                          " node(s) and preflight.topology=false: nothing to compare a node "
+                          "against (a straggler needs 3 ranks or nodes)");
+  std::string node_list, what;
   for (const auto& h : flagged_nodes) node_list += (node_list.empty() ? "" : ", ") + h;
+  for (const auto& c : compared) what += (what.empty() ? "" : ", ") + c;
   return gate_check("flagged_nodes", flagged_nodes.size(), 0,
                     flagged_nodes.empty() ? "pass" : "warn",
-                    flagged_nodes.empty() ? "no node flagged" : "flagged: " + node_list);
+                    flagged_nodes.empty() ? "no node flagged (compared: " + what + ")"
+                                          : "flagged: " + node_list);
 }
 
 // A run that measured nothing proves nothing, so it is never PASS. A requeued job that finds its
@@ -400,7 +415,7 @@ json build_report(const RunRecord& run) {
   const json checks = json::array(
       {replica_digest_check(vote, run.ranks.size()), collective_correctness_check(run.collective),
        straggler_check(figures, stragglers_of(figures, run.ranks.size())),
-       flagged_nodes_check(nodes.flagged), measured_steps_check(run)});
+       flagged_nodes_check(run, nodes.flagged), measured_steps_check(run)});
 
   json report;
   report["schema"] = kReportSchema;

@@ -70,6 +70,7 @@ struct RunRecord {
   std::vector<double> cpu_share;  // [rank]: CPUs of its own (common/sysinfo.h cpu_shares)
   // host -> why the topology preflight flags it (app/stages/topology_facts.h)
   std::map<std::string, std::vector<std::string>> topology_reasons;
+  bool topology_measured = true;  // false with preflight.topology=false
 };
 
 nlohmann::json build_report(const RunRecord& run);

@@ -231,6 +231,7 @@ json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfi
   record.host_of_rank = world.host_of_rank;
   record.hosts = world.hosts;
   record.topology_reasons = topology.judgement.reasons;
+  record.topology_measured = topology.measured;
   if (cfg.mode == "pairwise")
     record.pairwise =
         run_pairwise(cfg, world, *backends.comm,

@@ -47,6 +47,7 @@ TopologyPreflight run_topology_preflight(const TrainConfig& cfg, const World& wo
                                          const Backends& backends) {
   if (!cfg.preflight_topology) {
     TopologyPreflight off;
+    off.measured = false;
     for (const std::string& host : world.hosts) off.nodes.push_back({{"host", host}});
     return off;
   }

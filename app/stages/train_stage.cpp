@@ -200,6 +200,7 @@ json build_run_report(const Invocation& inv, const TrainConfig& cfg, const World
   RunRecord record =
       record_of(cfg, run, std::move(facts), backends.comm->timing_method(cfg.overlap));
   record.topology_reasons = run.topology.judgement.reasons;
+  record.topology_measured = run.topology.measured;
   record.context = build_context(context);
   return build_report(record);
 }

@@ -268,6 +268,8 @@ class Preflight(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run)
         self.assertEqual(self.flagged(run.report), {})
         self.assertEqual([sorted(n) for n in run.report["context"]["nodes"]], [["host"]] * 3)
+        topology = [c for c in run.report["gate"]["checks"] if c["name"] == "topology"][0]
+        self.assertEqual(topology["status"], "n/a", topology)
 
 
 class Reprint(unittest.TestCase):

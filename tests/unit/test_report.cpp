@@ -78,6 +78,33 @@ TEST(Report, ArrivalSkewIsRelativeToTheEarliestRank) {
   EXPECT_NEAR(report["ranks"][0]["arrival_skew"]["p50"].get<double>(), 0.0, 1e-9);
 }
 
+const json& check_named(const json& report, const std::string& name) {
+  for (const json& check : report["gate"]["checks"])
+    if (check["name"] == name) return check;
+  static const json none;
+  return none;
+}
+
+// Two ranks on one node: no straggler can be named. The topology is still compared (a degraded
+// link flags a node of one); without it, nothing was measured, so the check is n/a.
+TEST(Report, FlaggedNodesSaysWhatWasComparedAndIsNotApplicableWithNothing) {
+  tp::RunRecord run = sample_run(0.010);
+  run.ranks.resize(2);
+  run.timings.resize(2);
+  run.digests.resize(2);
+  for (tp::RankInfo& r : run.ranks) r.host = "node-a";
+  EXPECT_EQ(check_named(tp::build_report(run), "flagged_nodes")["reason"],
+            "no node flagged (compared: topology)");
+  run.topology_measured = false;
+  const json check = check_named(tp::build_report(run), "flagged_nodes");
+  EXPECT_EQ(check["status"], "n/a");
+  EXPECT_EQ(check["reason"],
+            "2 rank(s) on 1 node(s) and preflight.topology=false: nothing to compare a node "
+            "against (a straggler needs 3 ranks or nodes)");
+  EXPECT_EQ(check_named(tp::build_report(sample_run(0.010)), "flagged_nodes")["reason"],
+            "no node flagged (compared: ranks' compute, topology)");
+}
+
 TEST(Report, ThroughputAndUtilisation) {
   const json report = tp::build_report(sample_run(0.0101));
   const json& train = report["train"];

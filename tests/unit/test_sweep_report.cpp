@@ -6,6 +6,7 @@
 
 namespace {
 
+using nlohmann::json;
 using tp::CollectiveOp;
 
 tp::SweepRow row(uint64_t bytes, double busbw, bool in_place = false) {
@@ -92,7 +93,24 @@ TEST(SweepReport, NothingMeasuredIsNotAPass) {
   tp::SweepRow skipped = row(1024, 0);
   skipped.not_run = "no such operation here";
   rec.groups.push_back({"world", {0, 1, 2, 3}, {skipped}});
-  EXPECT_EQ(tp::build_sweep_report(rec)["verdict"], "WARN");
+  const json report = tp::build_sweep_report(rec);
+  EXPECT_EQ(report["verdict"], "WARN");
+  // No element was checked: correctness is n/a, not a pass.
+  for (const json& check : report["gate"]["checks"])
+    if (check["name"] == "sweep_correctness") {
+      EXPECT_EQ(check["status"], "n/a");
+      EXPECT_EQ(check["reason"], "no row ran: no element was checked");
+    }
+}
+
+TEST(SweepReport, TopologyNotReadIsNotApplicable) {
+  tp::SweepRecord rec = record();
+  rec.groups.push_back({"world", {0, 1, 2, 3}, {row(4096, 2)}});
+  rec.topology_measured = false;
+  const json check = tp::build_sweep_report(rec)["gate"]["checks"][0];
+  EXPECT_EQ(check["name"], "topology");
+  EXPECT_EQ(check["status"], "n/a");
+  EXPECT_EQ(check["reason"], "preflight.topology=false: no node's topology was read");
 }
 
 TEST(SweepReport, RowsSurviveTheirJson) {
