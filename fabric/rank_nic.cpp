@@ -126,4 +126,29 @@ int numa_node_of_this_process(const std::string& sysfs_root) {
   return node;
 }
 
+std::string nic_pci_address(const std::string& sysfs_root, const std::string& name) {
+  if (name.empty()) return "";
+  for (const char* folder : {"class/infiniband", "class/net"}) {
+    std::error_code ec;
+    const fs::path device = fs::canonical(fs::path(sysfs_root) / folder / name / "device", ec);
+    // A PCI function's folder (0000:41:00.0); a virtual device links elsewhere.
+    const std::string address = ec ? "" : device.filename().string();
+    if (address.find(':') != std::string::npos && address.find('.') != std::string::npos)
+      return address;
+  }
+  return "";
+}
+
+std::vector<PcieLinkFacts> links_in_use(const std::vector<PcieLinkFacts>& links,
+                                        const std::vector<std::string>& nic_addresses,
+                                        bool gpus_in_use) {
+  std::vector<PcieLinkFacts> used;
+  for (const PcieLinkFacts& link : links) {
+    const bool named =
+        std::find(nic_addresses.begin(), nic_addresses.end(), link.address) != nic_addresses.end();
+    if (link.kind == "gpu" ? gpus_in_use : nic_addresses.empty() || named) used.push_back(link);
+  }
+  return used;
+}
+
 }  // namespace tp

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "fabric/sysfs_topology.h"
+
 namespace tp {
 
 // The settings that name NICs, as the environment holds them ("" when unset).
@@ -29,6 +31,17 @@ struct RankNic {
 // NCCL (NCCL_IB_HCA applies), else MPI (UCX and Open MPI's lists apply).
 RankNic rank_nic(const std::string& sysfs_root, int local_rank, int numa_node, bool nccl,
                  const TransportSettings& settings);
+
+// The PCI address of a NIC as rank_nic names it (an RDMA device, else a network interface): the
+// device its sysfs entry links to; "" for a virtual interface or a name not found.
+std::string nic_pci_address(const std::string& sysfs_root, const std::string& name);
+
+// The PCIe links a pairwise pass loads, of a node's `links`: a NIC's only when its address is one
+// of `nic_addresses` (the NICs its rail ranks use; every NIC's when none could be named), a GPU's
+// only when the collective runs on the GPUs (an idle device lowers its link speed).
+std::vector<PcieLinkFacts> links_in_use(const std::vector<PcieLinkFacts>& links,
+                                        const std::vector<std::string>& nic_addresses,
+                                        bool gpus_in_use);
 
 // The NUMA node of the CPUs this process may run on, when they all lie on one; else -1.
 int numa_node_of_this_process(const std::string& sysfs_root);

@@ -1,8 +1,8 @@
 #pragma once
 // What every report kind shares: its schema, gate.checks[] and the verdict they give
 // (docs/report.md, "Schema" and "Verdict").
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

@@ -370,10 +370,9 @@ json flagged_nodes_check(const RunRecord& run, const std::vector<std::string>& f
   std::string node_list, what;
   for (const auto& h : flagged_nodes) node_list += (node_list.empty() ? "" : ", ") + h;
   for (const auto& c : compared) what += (what.empty() ? "" : ", ") + c;
-  return gate_check("flagged_nodes", flagged_nodes.size(), 0,
-                    flagged_nodes.empty() ? "pass" : "warn",
-                    flagged_nodes.empty() ? "no node flagged (compared: " + what + ")"
-                                          : "flagged: " + node_list);
+  return gate_check(
+      "flagged_nodes", flagged_nodes.size(), 0, flagged_nodes.empty() ? "pass" : "warn",
+      flagged_nodes.empty() ? "no node flagged (compared: " + what + ")" : "flagged: " + node_list);
 }
 
 // A run that measured nothing proves nothing, so it is never PASS. A requeued job that finds its

@@ -183,15 +183,28 @@ std::map<std::string, std::vector<std::string>> node_findings(
 }
 
 // Each measuring rank's NIC, at rank 0 in its rail (fabric/rank_nic.h).
-void name_nics(std::vector<PairwiseRail>& rails, const World& world, Collective& collective,
-               const std::string& sysfs_root, int gpu_numa_node) {
+// Names each rail rank's NIC in `rails` (on rank 0), and returns, on each host's first rank, the
+// PCI addresses of the NICs its rail ranks use: the links the pass loads.
+std::vector<std::string> name_nics(std::vector<PairwiseRail>& rails, const World& world,
+                                   Collective& collective, const std::string& sysfs_root,
+                                   int gpu_numa_node) {
   const int numa = gpu_numa_node >= 0 ? gpu_numa_node : numa_node_of_this_process(sysfs_root);
   const RankNic nic = rank_nic(sysfs_root, world.index_on_host(), numa, collective.name() == "nccl",
                                transport_settings_from_environment());
+  bool in_a_rail = false;
+  for (const PairwiseRail& rail : rails)
+    in_a_rail = in_a_rail || std::find(rail.world_ranks.begin(), rail.world_ranks.end(),
+                                       world.rank) != rail.world_ranks.end();
+  std::vector<std::string> addresses;
+  for (const std::string& a : gather_strings_on_host(
+           world, in_a_rail ? nic_pci_address(sysfs_root, nic.name) : std::string()))
+    if (!a.empty() && std::find(addresses.begin(), addresses.end(), a) == addresses.end())
+      addresses.push_back(a);
   const std::vector<json> all = gather_records_at_root(world, json(nic.name));
-  if (world.rank != 0) return;
-  for (PairwiseRail& rail : rails)
-    for (int r : rail.world_ranks) rail.nics.push_back(all[size_t(r)].get<std::string>());
+  if (world.rank == 0)
+    for (PairwiseRail& rail : rails)
+      for (int r : rail.world_ranks) rail.nics.push_back(all[size_t(r)].get<std::string>());
+  return addresses;
 }
 
 // The first pass's matrices, judged: suspects to confirm, not yet flags.
@@ -256,7 +269,8 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   record.confirm_iters = 2 * cfg.pair_iters;
   record.min_pair_gbps = cfg.confirm_below_gbps;
   record.rails = rails_of(world, cfg.pair_ranks);
-  name_nics(record.rails, world, collective, sysfs_root, gpu_numa_node);
+  const std::vector<std::string> nics_in_use =
+      name_nics(record.rails, world, collective, sysfs_root, gpu_numa_node);
   PairPlan plan;
   plan.bytes = cfg.pair_bytes;
   plan.iters = cfg.pair_iters;
@@ -276,15 +290,13 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
     stop_point(world.comm);
   };
   const double started = steady_seconds();
-  // The node's PCIe links, read by its first rank right after its first timed transfers: a GPU's
-  // only where the collective runs on it (NCCL), since an idle device lowers its link speed.
+  // The node's PCIe links in use, read by its first rank right after its first timed transfers:
+  // its rail ranks' NICs, and its GPUs where the collective runs on them (NCCL).
   std::vector<std::string> loaded;
   const auto read_links_while_loaded = [&]() {
     if (world.index_on_host() != 0) return;
-    std::vector<PcieLinkFacts> in_use;
-    for (const PcieLinkFacts& link : read_pcie_links(sysfs_root))
-      if (link.kind != "gpu" || collective.name() == "nccl") in_use.push_back(link);
-    loaded = slow_links_while_loaded(in_use);
+    loaded = slow_links_while_loaded(
+        links_in_use(read_pcie_links(sysfs_root), nics_in_use, collective.name() == "nccl"));
   };
   const auto first = gather_transfers(world, measure_rounds(collective, world.comm, rounds, plan,
                                                             progress, read_links_while_loaded));

@@ -90,8 +90,8 @@ json checks_of(const SweepRecord& record, const WrongSummary& wrong) {
   }
   const size_t ran = rows_run(record);
   if (ran == 0)
-    checks.push_back(gate_check("sweep_correctness", nullptr, 0, "n/a",
-                                "no row ran: no element was checked"));
+    checks.push_back(
+        gate_check("sweep_correctness", nullptr, 0, "n/a", "no row ran: no element was checked"));
   else
     checks.push_back(
         gate_check("sweep_correctness", wrong.total, 0, wrong.total == 0 ? "pass" : "fail",

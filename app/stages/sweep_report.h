@@ -80,9 +80,9 @@ struct SweepRecord {
   std::vector<std::string> host_of_rank;                             // [world rank]
   std::vector<std::string> hosts;                                    // in order of first rank
   std::map<std::string, std::vector<std::string>> topology_reasons;  // host -> why flagged
-  bool topology_measured = true;  // false with preflight.topology=false
-  std::vector<SweepGroupRecord> groups;                              // sweep.mode=collectives
-  std::optional<PairwiseRecord> pairwise;                            // sweep.mode=pairwise
+  bool topology_measured = true;           // false with preflight.topology=false
+  std::vector<SweepGroupRecord> groups;    // sweep.mode=collectives
+  std::optional<PairwiseRecord> pairwise;  // sweep.mode=pairwise
 };
 
 // Fewer timed iterations per row than this get a warning: p50 and p99 rest on few samples.

@@ -197,17 +197,26 @@ class PairwiseOnOneHost(unittest.TestCase):
         self.assertEqual([n["flagged"] for n in run.report["nodes"]], [False, False])
 
 
-def downgraded_sysfs(root, width="8"):
-    """A node's sysfs with one NIC whose PCIe link runs at 2.5 of 16 GT/s, and at x8 of x16."""
-    device = os.path.join(root, "devices", "pci0000:00", "0000:41:00.0")
-    os.makedirs(device)
-    for name, value in [("class", "0x020000"), ("current_link_width", width),
-                        ("max_link_width", "16"), ("current_link_speed", "2.5 GT/s PCIe"),
-                        ("max_link_speed", "16.0 GT/s PCIe"), ("numa_node", "0")]:
-        with open(os.path.join(device, name), "w") as f:
-            f.write(value + "\n")
+def downgraded_sysfs(root, width="8", interfaces=()):
+    """A node's sysfs with one NIC whose PCIe link runs at 2.5 of 16 GT/s, and at x8 of x16; with
+    `interfaces`, one NIC per name, each at 0000:4N:00.0 and linked from class/net/NAME."""
     os.makedirs(os.path.join(root, "bus", "pci", "devices"))
-    os.symlink(device, os.path.join(root, "bus", "pci", "devices", "0000:41:00.0"))
+    for n, interface in enumerate(interfaces or [None], start=1):
+        address = f"0000:4{n}:00.0"
+        device = os.path.join(root, "devices", "pci0000:00", address)
+        os.makedirs(device)
+        for name, value in [("class", "0x020000"), ("current_link_width", width),
+                            ("max_link_width", "16"), ("current_link_speed", "2.5 GT/s PCIe"),
+                            ("max_link_speed", "16.0 GT/s PCIe"), ("numa_node", "0")]:
+            with open(os.path.join(device, name), "w") as f:
+                f.write(value + "\n")
+        os.symlink(device, os.path.join(root, "bus", "pci", "devices", address))
+        if interface:
+            folder = os.path.join(root, "class", "net", interface)
+            os.makedirs(folder)
+            os.symlink(device, os.path.join(folder, "device"))
+            with open(os.path.join(folder, "operstate"), "w") as f:
+                f.write("up\n")
 
 
 class Preflight(unittest.TestCase):
@@ -258,6 +267,22 @@ class Preflight(unittest.TestCase):
         reasons = self.flagged(run.report).get(host, [])
         self.assertIn("0000:41:00.0 (network): PCIe link at 2.5 GT/s PCIe while loaded, capable "
                       "of 16.0 GT/s PCIe", reasons)
+
+    def test_only_the_nics_the_rails_use_are_read_while_loaded(self):
+        # Two NICs, both at 2.5 of 16 GT/s: the node's one rank sends by eth0 (the first in turn),
+        # so eth1's link, which no transfer loaded, says nothing and is not named.
+        with tempfile.TemporaryDirectory() as tmp:
+            downgraded_sysfs(tmp, width="16", interfaces=("eth0", "eth1"))
+            run = sweep(3, "--sweep.mode=pairwise", "--sweep.pair_bytes=65536",
+                        "--sweep.pair_iters=2", "--test.split_hosts=3",
+                        f"--test.sysfs_root={tmp}", "--test.sysfs_root_rank=2")
+        self.assertEqual(run.returncode, 0, run)
+        host = run.report["context"]["hosts"][2]
+        rail = run.report["sweep"]["pairwise"]["rails"][0]
+        self.assertEqual(rail["nics"][2], "eth0", rail["nics"])
+        reasons = [r for r in self.flagged(run.report).get(host, []) if "while loaded" in r]
+        self.assertEqual(reasons, ["0000:41:00.0 (network): PCIe link at 2.5 GT/s PCIe while "
+                                   "loaded, capable of 16.0 GT/s PCIe"])
         # The preflight read the same link at rest and, its width being full, did not name it
         # (the fixture's node differs from the others in its NICs, which it does name).
         self.assertFalse(any(r.startswith("topology: ") and "PCIe" in r for r in reasons),

@@ -65,6 +65,42 @@ TEST(NicsNamedBy, ListsWithoutPortsExclusionsOrRanges) {
   EXPECT_TRUE(tp::nics_named_by("").empty());
 }
 
+// sysfs links each NIC to its PCI function: the pass reads the speed of the links its rail ranks
+// load, not every NIC's (a NIC left idle may lower its link speed, and is not under test).
+TEST(LinksInUse, OnlyTheRailsNicsAndTheGpusWhereTheCollectiveRunsOnThem) {
+  const fs::path root = fs::temp_directory_path() / ("links_in_use_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  const fs::path pci = root / "devices/pci0000:40";
+  for (const char* address : {"0000:41:00.0", "0000:42:00.0"})
+    fs::create_directories(pci / address);
+  fs::create_directories(root / "class/infiniband/mlx5_0");
+  fs::create_directories(root / "class/net/eth1");
+  fs::create_directory_symlink(pci / "0000:41:00.0", root / "class/infiniband/mlx5_0/device");
+  fs::create_directory_symlink(pci / "0000:42:00.0", root / "class/net/eth1/device");
+  EXPECT_EQ(tp::nic_pci_address(root.string(), "mlx5_0"), "0000:41:00.0");
+  EXPECT_EQ(tp::nic_pci_address(root.string(), "eth1"), "0000:42:00.0");
+  EXPECT_EQ(tp::nic_pci_address(root.string(), "mlx5_9"), "");
+  EXPECT_EQ(tp::nic_pci_address(root.string(), ""), "");
+  fs::remove_all(root);
+
+  std::vector<tp::PcieLinkFacts> links(3);
+  links[0] = {"0000:41:00.0", "network", "8.0 GT/s PCIe", "32.0 GT/s PCIe", 16, 16};
+  links[1] = {"0000:42:00.0", "network", "8.0 GT/s PCIe", "32.0 GT/s PCIe", 16, 16};
+  links[2] = {"0000:c1:00.0", "gpu", "8.0 GT/s PCIe", "32.0 GT/s PCIe", 16, 16};
+  const auto addresses = [](const std::vector<tp::PcieLinkFacts>& used) {
+    std::vector<std::string> a;
+    for (const auto& l : used) a.push_back(l.address);
+    return a;
+  };
+  EXPECT_EQ(addresses(tp::links_in_use(links, {"0000:41:00.0"}, false)),
+            (std::vector<std::string>{"0000:41:00.0"}));
+  EXPECT_EQ(addresses(tp::links_in_use(links, {"0000:42:00.0"}, true)),
+            (std::vector<std::string>{"0000:42:00.0", "0000:c1:00.0"}));
+  // No NIC could be named: every NIC's link, rather than none.
+  EXPECT_EQ(addresses(tp::links_in_use(links, {}, false)),
+            (std::vector<std::string>{"0000:41:00.0", "0000:42:00.0"}));
+}
+
 TEST(SlowLinksWhileLoaded, OnlyTheSpeedCountsAndBothValuesAreGiven) {
   std::vector<tp::PcieLinkFacts> links(2);
   links[0] = {"0000:41:00.0", "network", "8.0 GT/s PCIe", "32.0 GT/s PCIe", 16, 16};
