@@ -3,6 +3,7 @@
 // tests/integration/test_sweep.py.
 #include <gtest/gtest.h>
 
+#include "fabric/pair_buffers.h"
 #include "fabric/sweep_runner.h"
 #include "one_rank.h"
 
@@ -61,6 +62,27 @@ TEST(SweepRunner, APerturbedResultIsWrongAndNamesItsRank) {
     EXPECT_EQ(row.wrong, 1u);
     EXPECT_EQ(row.first_wrong_rank, 5);  // the world rank, not the group rank
   }
+}
+
+// The negative control of the pairwise check's refill: a transfer that delivers nothing must not
+// pass on what an earlier transfer from the same peer left in the buffer. Refilled with the
+// receiver's own pattern, the buffer matches no peer's digest, so every element is counted wrong.
+TEST(PairBuffers, ATransferThatDeliversNothingIsCaught) {
+  const tp::World world = tp::test::one_rank_world();
+  const auto collective = tp::make_mpi_collective(world, false);
+  constexpr uint64_t kBytes = 4096;
+  tp::PairBuffers receiver(*collective, 0, kBytes, -1);
+  const tp::PairBuffers peer(*collective, 1, kBytes, -1);
+  const uint64_t count = receiver.count();
+  // Rank 1's pattern arrives whole (its send buffer into rank 0's receive buffer): right.
+  tp::CollectiveCall from_peer = receiver.call(0, 0, count);
+  from_peer.send = peer.call(0, 0, count).send;
+  collective->run(from_peer);
+  EXPECT_EQ(receiver.wrong_from(1, count, peer.sent_digest(count)), 0u);
+  // The next transfer from rank 1 delivers nothing: without the refill the buffer would still
+  // hold rank 1's pattern and pass.
+  receiver.poison(count);
+  EXPECT_EQ(receiver.wrong_from(1, count, peer.sent_digest(count)), count);
 }
 
 TEST(SweepRunner, MpiRefusesSixteenBitFloats) {
