@@ -365,8 +365,8 @@ json flagged_nodes_check(const RunRecord& run, const std::vector<std::string>& f
   if (compared.empty())
     return gate_check("flagged_nodes", nullptr, 0, "n/a",
                       std::to_string(run.ranks.size()) + " rank(s) on " + std::to_string(nodes) +
-                          " node(s) and preflight.topology=false: nothing to compare a node "
-                          "against (a straggler needs 3 ranks or nodes)");
+                          " node(s): none to compare a node against (a straggler needs 3 ranks "
+                          "or nodes), and no topology read by this stage");
   std::string node_list, what;
   for (const auto& h : flagged_nodes) node_list += (node_list.empty() ? "" : ", ") + h;
   for (const auto& c : compared) what += (what.empty() ? "" : ", ") + c;

@@ -99,8 +99,8 @@ TEST(Report, FlaggedNodesSaysWhatWasComparedAndIsNotApplicableWithNothing) {
   const json check = check_named(tp::build_report(run), "flagged_nodes");
   EXPECT_EQ(check["status"], "n/a");
   EXPECT_EQ(check["reason"],
-            "2 rank(s) on 1 node(s) and preflight.topology=false: nothing to compare a node "
-            "against (a straggler needs 3 ranks or nodes)");
+            "2 rank(s) on 1 node(s): none to compare a node against (a straggler needs 3 ranks "
+            "or nodes), and no topology read by this stage");
   EXPECT_EQ(check_named(tp::build_report(sample_run(0.010)), "flagged_nodes")["reason"],
             "no node flagged (compared: ranks' compute, topology)");
 }
