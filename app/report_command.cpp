@@ -1,8 +1,11 @@
 // `trainproof report FILE`: reprints a report's summary; the exit code follows its verdict.
 // `trainproof report compare GOLDEN NEW`: each metric of NEW against GOLDEN
 // (app/judge/report_compare.h). `trainproof report merge A B ... --report OUT`: one acceptance's
-// stage reports joined, with its verdict recomputed (app/judge/report_merge.h). The file is input
-// like any other: checked before it is opened, read, and shown inert.
+// stage reports joined, with its verdict recomputed (app/judge/report_merge.h).
+// `trainproof report nodes FILE`: the nodes to act on (app/report/node_actions.h).
+// `trainproof report junit|metrics FILE OUT`: its checks as JUnit XML or Prometheus text
+// (app/report/junit.h, app/report/prometheus.h). The file is input like any other: checked
+// before it is opened, read, and shown inert.
 #include "app/report_command.h"
 
 #include <filesystem>
@@ -12,6 +15,11 @@
 #include "app/cli/option_values.h"
 #include "app/judge/report_compare.h"
 #include "app/judge/report_merge.h"
+#include "app/report/gate.h"
+#include "app/report/junit.h"
+#include "app/report/node_actions.h"
+#include "app/report/outputs.h"
+#include "app/report/prometheus.h"
 #include "app/report/report.h"
 #include "app/report/report_reader.h"
 #include "app/report/report_text.h"
@@ -36,8 +44,15 @@ int run_compare(const Invocation& inv) {
   const double tolerance = inv.options["tolerance"].as<double>();
   if (!(tolerance > 0 && tolerance <= 1))
     throw UsageError("--tolerance must be in (0, 1], got " + exact_number(tolerance));
-  const nlohmann::json comparison = compare_reports(
-      visible(load_report(inv.positional[1])), visible(load_report(inv.positional[2])), tolerance);
+  const nlohmann::json golden = visible(load_report(inv.positional[1]));
+  const nlohmann::json fresh = visible(load_report(inv.positional[2]));
+  const nlohmann::json comparison = compare_reports(golden, fresh, tolerance);
+  // Two reports with no metric in common (a training report against a sweep's) compare nothing:
+  // that is a wrong pair of files, not a verdict.
+  if (comparison["verdict"] == "NONE")
+    throw UsageError("report compare: nothing to compare: '" + inv.positional[1] + "' is a " +
+                     report_kind(golden) + " report and '" + inv.positional[2] + "' a " +
+                     report_kind(fresh) + " report, with no metric that both hold");
   std::cout << render_comparison(comparison);
   return exit_code_for(comparison["verdict"]);
 }
@@ -53,6 +68,33 @@ void check_run_ids(const std::vector<StageReport>& inputs, const std::string& ru
       throw UsageError("report merge: '" + input.file + "' is not from run " + run_id +
                        " (its context.run_id is " + (id.is_null() ? "absent" : id.dump()) + ")");
   }
+}
+
+int run_nodes(const Invocation& inv) {
+  if (inv.positional.size() != 2)
+    throw UsageError("report nodes needs one report FILE, got " +
+                     std::to_string(inv.positional.size() - 1));
+  const std::string format = inv.options["format"].as<std::string>();
+  const std::vector<FlaggedNode> nodes = flagged_nodes_of(visible(load_report(inv.positional[1])));
+  std::cout << render_nodes(nodes, format);
+  return kExitPass;
+}
+
+// `report junit REPORT FILE`, `report metrics REPORT FILE`: an existing report's checks as the
+// file --junit or --metrics would have written.
+int run_export(const Invocation& inv) {
+  const std::string& what = inv.positional.front();
+  if (inv.positional.size() != 3)
+    throw UsageError("report " + what + " needs a REPORT and the FILE to write, got " +
+                     std::to_string(inv.positional.size() - 1) + " operand(s)");
+  const std::string& out = inv.positional[2];
+  std::error_code ec;
+  if (std::filesystem::equivalent(out, inv.positional[1], ec))
+    throw UsageError("report " + what + ": '" + out + "' is the report itself");
+  check_output_file("report " + what + " FILE", out);
+  const nlohmann::json report = visible(load_report(inv.positional[1]));
+  write_file_atomically(out, what == "junit" ? render_junit(report) : render_prometheus(report));
+  return kExitPass;
 }
 
 int run_merge(const Invocation& inv) {
@@ -73,6 +115,7 @@ int run_merge(const Invocation& inv) {
     inputs.push_back({file, load_report(file)});
   }
   check_output_file("--report", out);
+  const SideOutputs outputs = side_outputs_from(inv.options, true);
   check_run_ids(inputs, run_id_option(inv.options));
   nlohmann::json merged;
   try {
@@ -80,11 +123,14 @@ int run_merge(const Invocation& inv) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError("report merge: " + json_error_text(e));
   }
+  record_strict(merged, outputs);
   make_report_text_valid(merged);  // file names come from the command line, in any bytes
   write_file_atomically(out, merged.dump(2) + "\n");
+  write_side_outputs(merged, outputs);
   std::cout << render_summary(merged) << "report: " << std::filesystem::absolute(out).string()
-            << '\n';
-  return exit_code_for(merged["verdict"]);
+            << '\n'
+            << node_action_lines(merged, out);
+  return exit_code_under(merged["verdict"], outputs);
 }
 
 }  // namespace
@@ -92,11 +138,15 @@ int run_merge(const Invocation& inv) {
 int run_report(const Invocation& inv) {
   if (!inv.positional.empty() && inv.positional.front() == "compare") return run_compare(inv);
   if (!inv.positional.empty() && inv.positional.front() == "merge") return run_merge(inv);
+  if (!inv.positional.empty() && inv.positional.front() == "nodes") return run_nodes(inv);
+  if (!inv.positional.empty() &&
+      (inv.positional.front() == "junit" || inv.positional.front() == "metrics"))
+    return run_export(inv);
   if (inv.positional.size() != 1)
     throw UsageError("report needs exactly one FILE operand, got " +
                      std::to_string(inv.positional.size()));
   const nlohmann::json report = load_report(inv.positional.front());
-  std::cout << render_summary(report);
+  std::cout << render_summary(report) << node_action_lines(visible(report), inv.positional.front());
   return exit_code_for(report["verdict"].get<std::string>());
 }
 

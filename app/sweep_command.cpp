@@ -12,6 +12,8 @@
 #include "app/judge/baseline.h"
 #include "app/judge/gate_judge.h"
 #include "app/report/gate.h"
+#include "app/report/node_actions.h"
+#include "app/report/outputs.h"
 #include "app/report/report_text.h"
 #include "app/report/sweep_summary.h"
 #include "app/stages/sweep_config.h"
@@ -28,13 +30,16 @@ using nlohmann::json;
 int report_sweep(const Invocation& inv, const SweepConfig& cfg, json report, const World& world) {
   int exit_code = kExitPass;
   if (world.rank == 0) {
+    const SideOutputs outputs = side_outputs_from(inv.options, false);
+    record_strict(report, outputs);
     make_report_text_valid(report);
     const std::string path = inv.options["report"].as<std::string>();
     write_file_atomically(path, report.dump(2) + "\n");
+    write_side_outputs(report, outputs);
     std::cout << render_sweep_summary(report, cfg.split != "none")
               << "report: " << std::filesystem::absolute(path).string() << '\n'
-              << std::flush;
-    exit_code = exit_code_for(report["verdict"]);
+              << node_action_lines(report, path) << std::flush;
+    exit_code = exit_code_under(report["verdict"], outputs);
   }
   mpiCheck(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.comm));
   return exit_code;
@@ -58,7 +63,7 @@ int run_sweep_command(const Invocation& inv) {
   };
   set_test_linger(command, inv.options);
   return run_mpi_command(command, [&](World& world) {
-    agree_report_path_writable(inv.options["report"].as<std::string>(), world);
+    agree_outputs_writable(inv.options, world);
     json report = sweep_stage(inv, cfg, train, world);
     if (world.rank == 0) {
       add_threshold_checks(report, gate, stage);

@@ -20,6 +20,7 @@ int run_train(const Invocation& inv) {
   return run_mpi_command(training_command("train", inv, cfg), [&](World& world) {
     JobClock job = JobClock::since_process_start();
     job.mark(kLaunch);
+    agree_outputs_writable(inv.options, world);
     TrainStage stage = train_stage(inv, cfg, world, job);
     add_job_and_cost(stage.report, world, job, stage.sums, rates);
     if (world.rank == 0) {

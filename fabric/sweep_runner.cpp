@@ -192,7 +192,7 @@ std::vector<SweepRow> run_sweep(const SweepGroup& group, const SweepPlan& plan,
   return rows;
 }
 
-double average_busbw(const std::vector<SweepRow>& rows, uint64_t min_bytes) {
+std::optional<double> average_busbw(const std::vector<SweepRow>& rows, uint64_t min_bytes) {
   double total = 0;
   int counted = 0;
   for (const SweepRow& row : rows) {
@@ -200,7 +200,8 @@ double average_busbw(const std::vector<SweepRow>& rows, uint64_t min_bytes) {
     total += row.busbw_gbps;
     ++counted;
   }
-  return counted ? total / counted : 0.0;
+  if (counted == 0) return std::nullopt;
+  return total / counted;
 }
 
 }  // namespace tp

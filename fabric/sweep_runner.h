@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,8 @@ uint64_t row_count(CollectiveOp op, ElementType type, int ranks, uint64_t bytes)
 std::vector<SweepRow> run_sweep(const SweepGroup& group, const SweepPlan& plan,
                                 const std::function<void(const SweepRow&)>& on_row);
 
-// busbw averaged over rows that ran, all of them or those of at least `min_bytes`; 0 when none.
-double average_busbw(const std::vector<SweepRow>& rows, uint64_t min_bytes = 0);
+// busbw averaged over rows that ran, all of them or those of at least `min_bytes`; none when no
+// such row ran (nothing measured is not a bandwidth of 0).
+std::optional<double> average_busbw(const std::vector<SweepRow>& rows, uint64_t min_bytes = 0);
 
 }  // namespace tp

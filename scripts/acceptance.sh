@@ -4,16 +4,18 @@
 # merge into one report and one verdict.
 #
 # usage: scripts/acceptance.sh [-n RANKS] [-s SCENARIO] [-g GATE_FILE] [-o OUTDIR] [-f FAULT]
-#                              [-- OPTIONS]
+#                              [-S] [-- OPTIONS]
 #   -n  local ranks under scripts/mpirun.sh (default 2); or set LAUNCHER, e.g.
 #       LAUNCHER="srun --mpi=pmix" inside an allocation (slurm/acceptance.sbatch does)
 #   -s  scenario (default scenarios/accept.ini)
 #   -g  the host type's thresholds (a scenarios/hosts/*.ini file)
-#   -o  output folder (default out/acceptance): accept.json, drill.json, acceptance.json and the
-#       checkpoint folders, which must be on the storage under test. Reports of an earlier run
+#   -o  output folder (default out/acceptance): accept.json, drill.json, acceptance.json (with
+#       acceptance.junit.xml and acceptance.prom: its checks as JUnit XML and Prometheus text) and
+#       the checkpoint folders, which must be on the storage under test. Reports of an earlier run
 #       found there are first moved into earlier-TIME/ beside them.
 #   -f  the drill's fault (default random:seed=3: one kill at a rank, step and phase drawn from
 #       the seed; see trainproof --help for the grammar)
+#   -S  strict: a WARN verdict exits 1 (report merge --strict)
 #   OPTIONS go to accept and to the drill (e.g. --cost.node_hour=3.2 --gate.max_rto_s=120)
 # Exit code: the merged verdict's (0 PASS/WARN, 1 FAIL or INCOMPLETE); 2 for a bad option, here or
 # in accept or the drill; 3 when accept or the drill failed (a launcher that could not start, a
@@ -34,14 +36,16 @@ scenario=scenarios/accept.ini
 gate_file=
 out=out/acceptance
 fault=random:seed=3
-while getopts "n:s:g:o:f:h" flag; do
+strict=()
+while getopts "n:s:g:o:f:Sh" flag; do
   case $flag in
     n) ranks=$OPTARG ;;
     s) scenario=$OPTARG ;;
     g) gate_file=$OPTARG ;;
     o) out=$OPTARG ;;
     f) fault=$OPTARG ;;
-    *) sed -n '2,21p' "$0"; exit 2 ;;
+    S) strict=(--strict) ;;
+    *) sed -n '2,23p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -69,7 +73,8 @@ mkdir -p "$out"
 run_id=acceptance-$(date -u +%Y%m%dT%H%M%SZ)-$$
 # Reports of an earlier run are moved aside, named by the time they were written, never merged.
 earlier=()
-for name in accept.json accept.partial.json drill.json acceptance.json; do
+for name in accept.json accept.partial.json drill.json acceptance.json acceptance.junit.xml \
+  acceptance.prom; do
   if [ -e "$out/$name" ]; then earlier+=("$name"); fi
 done
 if [ "${#earlier[@]}" -gt 0 ]; then
@@ -128,7 +133,8 @@ echo
 echo "== 3/3 trainproof report merge"
 set +e
 "$bin" report merge "$out/accept.json" "$out/drill.json" --report "$out/acceptance.json" \
-  --run_id "$run_id"
+  --junit "$out/acceptance.junit.xml" --metrics "$out/acceptance.prom" --run_id "$run_id" \
+  "${strict[@]}"
 code=$?
 set -e
 echo

@@ -17,6 +17,9 @@ packages=(
   # g++'s ThreadSanitizer runtime, for scripts/tsan.sh; g++ usually brings it already.
   libtsan2
   slurm-wlm munge iproute2 fio python3-matplotlib python3-h5py hdf5-tools
+  # Readers the tests hand the --junit and --metrics files to: a real JUnit parser, and promtool
+  # (in prometheus) to check the exposition format.
+  python3-junitparser prometheus
 )
 
 missing=()

@@ -66,6 +66,9 @@ SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
 SrunPortRange=$SRUN_PORTS
 AuthType=auth/munge
+# A requeued job waits out its old credentials before it may start again (120 s by default); a
+# job started sooner is killed as "non-startable: Job credential revoked".
+AuthInfo=cred_expire=30
 CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root

@@ -277,7 +277,7 @@ int accept_on_world(AcceptInputs in, const World& world) {
   run.job.mark(kLaunch);
   arm_stops(in.accept, run);
   const std::string report_path = in.inv.options["report"].as<std::string>();
-  agree_report_path_writable(report_path, world);
+  agree_outputs_writable(in.inv.options, world);
   in.train.checkpoint_lock = check_accept_inputs(in.train, in.sweep, in.accept, report_path, world);
   run.job.mark(kSetup);
   if (world.rank == 0) spdlog::info("accept: every input checked");

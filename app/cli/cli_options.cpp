@@ -25,11 +25,24 @@ po::options_description general_options() {
        "names this run in its report (context.run_id): 1 to 64 letters, digits, '.', '_', ':' or "
        "'-'; default: the start time, host and process id. report merge --run_id ID refuses a "
        "report of any other run (scripts/acceptance.sh gives accept and the drill one id)")
+      ("junit", po::value<std::string>()->default_value("")->value_name("FILE"),
+       "train, sweep, accept, drill, report merge: also write the checks to FILE as JUnit XML "
+       "(a test suite per stage, a test case per check; FAIL a failure, n/a skipped)")
+      ("metrics", po::value<std::string>()->default_value("")->value_name("FILE"),
+       "train, sweep, accept, drill, report merge: also write the verdict, the checks and the "
+       "main figures to FILE in Prometheus' text format, for node_exporter's textfile collector")
+      ("strict", po::value<bool>()->default_value(false)->implicit_value(true),
+       "train, sweep, accept, drill, report merge: a WARN verdict exits 1 (the verdict stays "
+       "WARN; the report records context.strict)")
       ("log.level", po::value<std::string>()->default_value("info"),
        "trace, debug, info, warn, error, critical or off")
       ("tolerance", po::value<double>()->default_value(0.9),
        "report compare: a metric fails when the new report keeps less than this share of the "
-       "golden one, in the metric's better direction; in (0, 1]");
+       "golden one, in the metric's better direction; in (0, 1]")
+      ("format", po::value<std::string>()->default_value("list")->value_name("FORMAT"),
+       "report nodes: list (each flagged node and its reasons), hostlist (Slurm's compressed "
+       "list, for srun --exclude), drain (scontrol update ... State=DRAIN lines, printed, never "
+       "run) or json");
   // clang-format on
   return group;
 }

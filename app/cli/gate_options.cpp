@@ -75,9 +75,9 @@ po::options_description gate_options() {
        "job's node count, so one host file holds at any size")
       ("gate.min_ckpt_write_gbps_per_gpu", po::value<double>()->default_value(0.0),
        "train: the same per GPU, times the ranks that drive a GPU (n/a without one)")
-      ("gate.max_ckpt_stall_fraction", po::value<double>()->default_value(0.0),
-       "train: largest checkpoint.stall_fraction (stall per checkpoint over the step p50 "
-       "times checkpoint.every)")
+      ("gate.max_ckpt_overhead", po::value<double>()->default_value(0.0),
+       "train: largest checkpoint.overhead, the share of training time checkpoints take "
+       "(stall / (stall + the training between two saves), medians; 0 to 1)")
       ("gate.min_restore_gbps", po::value<double>()->default_value(0.0),
        "restore: least cold-restore read bandwidth (GB/s)")
       ("gate.min_restore_gbps_per_node", po::value<double>()->default_value(0.0),

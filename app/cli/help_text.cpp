@@ -30,7 +30,8 @@ std::string general_usage() {
          "           share of the shards), for train to read with data.dir\n"
          "  report   print the summary of an existing JSON report: trainproof report FILE;\n"
          "           compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9];\n"
-         "           or join stage reports: trainproof report merge A B [C...] --report OUT\n\n"
+         "           join stage reports: trainproof report merge A B [C...] --report OUT;\n"
+         "           or list the nodes to act on: trainproof report nodes FILE [--format F]\n\n"
          "Launch accept, train, sweep and prepare-data with mpirun or srun, one rank per\n"
          "device or core set. Every option can also be set in a scenario file: [train]\n"
          "steps = 100 is --train.steps=100.\n"
@@ -88,6 +89,8 @@ std::string usage_of(const std::string& subcommand) {
     out << "usage: trainproof report FILE\n"
            "       trainproof report compare GOLDEN NEW [--tolerance 0.9]\n"
            "       trainproof report merge ACCEPT DRILL [MORE...] --report OUT\n"
+           "       trainproof report nodes FILE [--format list|hostlist|drain|json]\n"
+           "       trainproof report junit FILE OUT | trainproof report metrics FILE OUT\n"
            "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
            "FAIL).\n"
            "compare prints each metric of NEW against GOLDEN (golden, new, ratio, which way is\n"
@@ -98,6 +101,12 @@ std::string usage_of(const std::string& subcommand) {
            "merge writes to OUT the accept report joined with the drill's section and checks\n"
            "(gate.drill, gate.max_rto_s, gate.max_rpo_steps judged), and exits with the verdict\n"
            "recomputed from them.\n"
+           "nodes prints every node a check flagged, with its reasons (list), as Slurm's\n"
+           "compressed host list for --exclude (hostlist), as scontrol update ... State=DRAIN\n"
+           "lines with one-line reasons of at most 128 characters (drain; printed, never run), or\n"
+           "as JSON; exit 0 (see docs/report.md, \"Node actions\").\n"
+           "junit and metrics write OUT as --junit and --metrics would have (JUnit XML; the\n"
+           "Prometheus text format for node_exporter's textfile collector).\n"
            "All options are accepted, so a whole scenario file can be passed.\n";
   }
   return out.str();

@@ -46,7 +46,7 @@ const std::vector<ReferenceFigureName>& reference_figure_names() {
       {"ckpt_write_gbps", K::higher_is_better, "min_ckpt_write_gbps"},
       {"ckpt_write_gbps_per_node", K::higher_is_better, "min_ckpt_write_gbps_per_node"},
       {"ckpt_write_gbps_per_gpu", K::higher_is_better, "min_ckpt_write_gbps_per_gpu"},
-      {"ckpt_stall_fraction", K::lower_is_better, "max_ckpt_stall_fraction"},
+      {"ckpt_overhead", K::share_of_time, "max_ckpt_overhead"},
       {"goodput", K::higher_is_better, "min_goodput"},
       {"job_goodput", K::higher_is_better, "min_job_goodput"},
       {"restore_gbps", K::higher_is_better, "min_restore_gbps"},

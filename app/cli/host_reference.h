@@ -13,6 +13,7 @@ namespace tp {
 enum class ReferenceKind {
   higher_is_better,  // a bandwidth, utilisation, goodput: x 0.6
   lower_is_better,   // a time, or a share of time that a slower part stretches: / 0.6
+  share_of_time,     // o = S / (S + T), its S stretched: o / (o + 0.6 (1 - o))
   spread,            // step CV, straggler score, steps lost: no property of speed, kept
   job_shape,         // nodes, ranks_per_node, gpus_per_node: the job the figures were measured at
 };

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "app/cli/output_options.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -166,10 +167,12 @@ int exit_with_usage_error(const std::string& message) {
   return kExitUsage;
 }
 
-void agree_report_path_writable(const std::string& path, const World& world) {
+void agree_outputs_writable(const boost::program_options::variables_map& options,
+                            const World& world) {
   std::string problem;
   if (world.rank == 0) try {
-      check_output_file("--report", path);
+      check_output_file("--report", options["report"].as<std::string>());
+      side_outputs_from(options, true);
     } catch (const UsageError& e) {
       problem = e.what();
     }

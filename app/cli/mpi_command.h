@@ -2,6 +2,7 @@
 // One way to run an MPI subcommand (train, prepare-data, and every later one): MPI start-up,
 // the world, logging, the exception-to-exit-code mapping (docs/report.md, "Exit codes"), and
 // finalisation.
+#include <boost/program_options.hpp>
 #include <functional>
 #include <string>
 
@@ -41,9 +42,11 @@ int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>&
 // that none exits before rank 0 has printed its one line (docs/report.md, "Exit codes").
 int exit_with_usage_error(const std::string& message);
 
-// Collective: a report path rank 0 cannot write is a UsageError on every rank, before anything
-// is measured (a run that cannot write its report is wasted).
-void agree_report_path_writable(const std::string& path, const World& world);
+// Collective: a --report path rank 0 cannot write is a UsageError on every rank, before anything
+// is measured (a run that cannot write its report is wasted); so are --junit and --metrics when
+// given (app/cli/output_options.h).
+void agree_outputs_writable(const boost::program_options::variables_map& options,
+                            const World& world);
 
 // Test only (test.split_hosts): spreads one machine's ranks evenly over `split_hosts` pretend
 // hosts, "HOST-vnodeK"; "" (the real host) when split_hosts is 0.

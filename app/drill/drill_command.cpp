@@ -10,11 +10,13 @@
 #include <random>
 
 #include "app/cli/option_values.h"
+#include "app/cli/output_options.h"
 #include "app/drill/drill_classify.h"
 #include "app/drill/drill_logic.h"
 #include "app/drill/drill_summary.h"
 #include "app/drill/drill_supervisor.h"
 #include "app/drill/drill_verdict.h"
+#include "app/report/outputs.h"
 #include "app/report/report.h"
 #include "checkpoint/store.h"
 #include "common/errors.h"
@@ -37,6 +39,7 @@ struct DrillOptions {
   bool external_kill = false;
   std::string reference_digest;  // given: the reference run is skipped
   std::string report_path;
+  SideOutputs outputs;                    // --junit, --metrics, --strict: the drill's own
   std::vector<FaultSpec> run_faults;      // fired inside the launches
   std::vector<FaultSpec> corrupt_faults;  // applied by the drill between launches
 };
@@ -82,6 +85,7 @@ DrillOptions drill_options_from(const po::variables_map& values) {
   options.reference_digest = values["drill.reference_digest"].as<std::string>();
   options.report_path = values["report"].as<std::string>();
   check_output_file("--report", options.report_path);  // before any run, not after all of them
+  options.outputs = side_outputs_from(values, true);
   for (const FaultSpec& fault : options.train.faults)
     (fault.kind == FaultSpec::Kind::corrupt ? options.corrupt_faults : options.run_faults)
         .push_back(fault);
@@ -270,14 +274,16 @@ class FaultedRuns {
 // Writes the drill's report, prints the summary, and returns the exit code.
 int publish(const Invocation& invocation, const DrillOptions& options, const DrillResult& result,
             const DrillLaunch& final_run, const std::string& started) {
-  const json report = drill_report(final_run.report, result,
-                                   DrillContext{run_id_for(invocation.options, started), started,
-                                                utc_timestamp(), invocation.argv});
+  json report = drill_report(final_run.report, result,
+                             DrillContext{run_id_for(invocation.options, started), started,
+                                          utc_timestamp(), invocation.argv});
+  record_strict(report, options.outputs);
   write_file_atomically(options.report_path, report.dump(2) + "\n");
+  write_side_outputs(report, options.outputs);
   std::fputs(drill_summary(result, fs::absolute(options.report_path).string()).c_str(), stdout);
   std::fflush(stdout);
   if (final_run.exit_code == kExitUsage) return kExitUsage;
-  return exit_code_for(report["verdict"].get<std::string>());
+  return exit_code_under(report["verdict"].get<std::string>(), options.outputs);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ constexpr double kSecondsPerMonth = 30 * kSecondsPerDay;  // the month of cost.s
 constexpr double kBytesPerGb = 1e9;
 
 std::string plain(double value) {
-  return printf_text("%g", value);
+  return readable_number(value, 6);
 }
 
 // Bounds far above any real price, low enough that no product of rates, hours, nodes and bytes
@@ -250,14 +250,14 @@ json projection_json(const CostRates& r, const Pricing& p, const CostInputs& in,
     notes.push_back("projection: no step time measured (none made)");
     return nullptr;
   }
-  const IntervalInputs ii{in.ckpt_stall_s, in.time_to_durable_s, kSecondsPerDay / per_day,
-                          in.step_s};
+  const double step_s = in.training_step_s > 0 ? in.training_step_s : in.step_s;
+  const IntervalInputs ii{in.ckpt_stall_s, in.time_to_durable_s, kSecondsPerDay / per_day, step_s};
   json out = {{"failures_per_day", per_day}, {"mtbf_s", ii.mtbf_s}};
   double redone_s = in.training_wall_s / 2;  // without checkpoints a failure starts over
   std::string redone_basis = "half the training stage (no checkpoints)";
   out["used"] = nullptr;
   if (in.checkpoint_every > 0) {
-    const double used_s = double(in.checkpoint_every) * in.step_s;
+    const double used_s = double(in.checkpoint_every) * step_s;
     redone_s = used_s / 2 + in.time_to_durable_s;
     redone_basis = "half the interval used plus the time to durable";
     out["used"] = interval_json(in.checkpoint_every, used_s, lost_fraction_at(ii, used_s), p);
@@ -280,7 +280,7 @@ json projection_json(const CostRates& r, const Pricing& p, const CostInputs& in,
 // A figure for the summary: three significant digits, whole numbers from 1,000 up (never
 // "1.8e+04").
 std::string figure(double value) {
-  return std::fabs(value) >= 1000 ? printf_text("%.0f", value) : printf_text("%.3g", value);
+  return readable_number(value);
 }
 
 std::string amount(const json& value) {
@@ -303,12 +303,13 @@ std::string compute_basis(const json& cost) {
   const int units = rate.at("units").get<int>();
   const double each = cost.at("inputs").at("rates").at(basis).get<double>();
   const char* unit = basis == "node_hour" ? "node" : "GPU";
-  return printf_text("%s %g x %d %s%s", basis.c_str(), each, units, unit, units == 1 ? "" : "s");
+  return printf_text("%s %s x %d %s%s", basis.c_str(), readable_number(each, 6).c_str(), units,
+                     unit, units == 1 ? "" : "s");
 }
 
 std::string projection_line(const json& proj) {
-  std::string out = printf_text("  projection at %g failures a day (MTBF %s s): failures cost ",
-                                proj.at("failures_per_day").get<double>(),
+  std::string out = printf_text("  projection at %s failures a day (MTBF %s s): failures cost ",
+                                readable_number(proj.at("failures_per_day").get<double>()).c_str(),
                                 figure(proj.at("mtbf_s").get<double>()).c_str());
   out += proj.at("failure_cost_per_day").is_number()
              ? amount(proj.at("failure_cost_per_day")) + " a day"
@@ -317,15 +318,15 @@ std::string projection_line(const json& proj) {
   const json& best = proj.at("optimal");
   const json& used = proj.at("used");
   if (best.is_object())
-    out += printf_text("; checkpoint every %lld steps (%s s) to lose %.2g%%",
-                       best.at("steps").get<long long>(),
-                       figure(best.at("seconds").get<double>()).c_str(),
-                       100 * best.at("lost_fraction").get<double>());
+    out += printf_text(
+        "; checkpoint every %lld steps (%s s of training) to lose %s to "
+        "checkpoints and redone work",
+        best.at("steps").get<long long>(), figure(best.at("seconds").get<double>()).c_str(),
+        readable_percent(best.at("lost_fraction").get<double>()).c_str());
   if (used.is_object())
-    out +=
-        printf_text("; the run's %lld steps (%s s) lose %.2g%%", used.at("steps").get<long long>(),
-                    figure(used.at("seconds").get<double>()).c_str(),
-                    100 * used.at("lost_fraction").get<double>());
+    out += printf_text("; the run's %lld steps (%s s) lose %s", used.at("steps").get<long long>(),
+                       figure(used.at("seconds").get<double>()).c_str(),
+                       readable_percent(used.at("lost_fraction").get<double>()).c_str());
   return out;
 }
 
@@ -413,6 +414,11 @@ std::vector<std::string> cost_lines(const json& cost) {
                                   failures == 1 ? "" : "s",
                                   amount(cost.at("failures_total")).c_str()));
   }
+  // A rate that was given but prices nothing (cost.gpu_hour on a run without a GPU) is said
+  // here, not only in cost.notes.
+  for (const json& note : cost.value("notes", json::array()))
+    if (note.is_string() && note.get<std::string>().find(" is set but ") != std::string::npos)
+      lines.push_back("  not priced: " + note.get<std::string>());
   if (cost.at("projection").is_object()) lines.push_back(projection_line(cost.at("projection")));
   return lines;
 }

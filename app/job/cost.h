@@ -50,7 +50,10 @@ struct CostInputs {
   double bytes_read = 0;             // dataset and checkpoint restore bytes read
   // Goodput loss category -> seconds of the job's wall time ("warmup", "data_stall", ...).
   std::vector<std::pair<std::string, double>> losses;
-  double step_s = 0;                  // the measured step time
+  double step_s = 0;  // the measured step time
+  // The step without its checkpoint phase (checkpoint.training_between_s / every): the training
+  // an interval holds, as the checkpoint overhead counts it; step_s when not measured.
+  double training_step_s = 0;
   double ckpt_stall_s = 0;            // training time one checkpoint costs
   double time_to_durable_s = 0;       // a save's start to its commit
   int64_t checkpoint_every = 0;       // checkpoint.every, in steps; 0 when none were taken

@@ -119,6 +119,9 @@ CostInputs cost_inputs_from(const json& report) {
     in.checkpoint_bytes_kept = number_or(c, P("/bytes"), 0) * kept;
     in.checkpoint_every = c.value("every", int64_t(0));
     in.ckpt_stall_s = number_or(c, P("/stall_s/p50"), 0);
+    const double between = number_or(c, P("/training_between_s"), 0);
+    if (between > 0 && in.checkpoint_every > 0)
+      in.training_step_s = between / double(in.checkpoint_every);
     in.time_to_durable_s = number_or(c, P("/total_s/p50"), 0);
     for (const json& save : c.value("saves", json::array()))
       if (save.contains("time_to_durable_s"))
@@ -126,6 +129,7 @@ CostInputs cost_inputs_from(const json& report) {
             std::max(in.time_to_durable_s, save["time_to_durable_s"].get<double>());
     in.bytes_read += number_or(c, P("/restore/bytes"), 0);
   }
+  if (in.training_step_s <= 0) in.training_step_s = in.step_s;
   in.bytes_read += number_or(report, P("/data/bytes_read"), 0);
   in.bytes_read += number_or(report, P("/restore/bytes"), 0);
   if (report.contains("drill") && report["drill"].is_object()) {

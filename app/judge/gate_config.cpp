@@ -34,7 +34,7 @@ const ThresholdOption kThresholdOptions[] = {
      "checkpoint write bandwidth per node", "node"},
     {"min_ckpt_write_gbps_per_gpu", Direction::at_least, "train",
      "checkpoint write bandwidth per GPU", "gpu"},
-    {"max_ckpt_stall_fraction", Direction::at_most, "train", "checkpoint stall fraction"},
+    {"max_ckpt_overhead", Direction::at_most, "train", "checkpoint overhead"},
     {"min_goodput", Direction::at_least, "train", "goodput of the training stage"},
     {"min_job_goodput", Direction::at_least, "train", "goodput of the whole job"},
     {"min_restore_gbps", Direction::at_least, "restore", "cold-restore bandwidth"},
@@ -82,7 +82,7 @@ GateThreshold gate_threshold(const ThresholdOption& o, double limit, const std::
 void check_checkpoints_measured(const ThresholdOption& o, const TrainConfig& train,
                                 const std::string& source) {
   const std::string name = o.name;
-  if ((name.rfind("min_ckpt_write_gbps", 0) != 0 && name != "max_ckpt_stall_fraction") ||
+  if ((name.rfind("min_ckpt_write_gbps", 0) != 0 && name != "max_ckpt_overhead") ||
       (!train.checkpoint_dir.empty() && train.checkpoint_every > 0))
     return;
   throw UsageError(source + " judges the " + o.metric +

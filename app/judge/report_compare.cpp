@@ -5,6 +5,7 @@
 
 #include "app/report/gate.h"
 #include "app/report/summary_parts.h"
+#include "common/number_text.h"
 
 namespace tp {
 namespace {
@@ -15,23 +16,26 @@ struct Metric {
   const char* name;
   const char* pointer;  // JSON pointer into a report
   bool higher_is_better;
-  const char* unit;
+  const char* unit;  // the report's
+  // As the summary shows it: the report's value times `shown_scale`, in `shown_unit`.
+  const char* shown_unit;
+  double shown_scale;
 };
 
 constexpr Metric kMetrics[] = {
-    {"samples/s", "/train/samples_per_s", true, "samples/s"},
-    {"tokens/s", "/train/tokens_per_s", true, "tokens/s"},
-    {"AU", "/train/au", true, ""},
-    {"step p50", "/train/phases/step/p50", false, "s"},
-    {"compute p50", "/train/phases/compute/p50", false, "s"},
-    {"comm p50", "/train/phases/comm/p50", false, "s"},
-    {"achieved FLOP/s", "/train/achieved_flops", true, "FLOP/s"},
-    {"checkpoint write", "/checkpoint/write_gbps", true, "GB/s"},
-    {"checkpoint restore", "/checkpoint/restore_gbps", true, "GB/s"},
-    {"checkpoint stall fraction", "/checkpoint/stall_fraction", false, ""},
-    {"data read", "/data/read_gbps", true, "GB/s"},
-    {"sweep avg busbw", "/sweep/groups/0/avg_busbw_gbps", true, "GB/s"},
-    {"sweep avg busbw >= 1 MiB", "/sweep/groups/0/avg_busbw_gbps_1mib", true, "GB/s"},
+    {"samples/s", "/train/samples_per_s", true, "samples/s", "samples/s", 1},
+    {"tokens/s", "/train/tokens_per_s", true, "tokens/s", "tokens/s", 1},
+    {"AU", "/train/au", true, "", "%", 100},
+    {"step p50", "/train/phases/step/p50", false, "s", "ms", 1e3},
+    {"compute p50", "/train/phases/compute/p50", false, "s", "ms", 1e3},
+    {"comm p50", "/train/phases/comm/p50", false, "s", "ms", 1e3},
+    {"achieved FLOP/s", "/train/achieved_flops", true, "FLOP/s", "GFLOP/s", 1e-9},
+    {"checkpoint write", "/checkpoint/write_gbps", true, "GB/s", "GB/s", 1},
+    {"checkpoint restore", "/checkpoint/restore_gbps", true, "GB/s", "GB/s", 1},
+    {"checkpoint overhead", "/checkpoint/overhead", false, "", "%", 100},
+    {"data read", "/data/read_gbps", true, "GB/s", "GB/s", 1},
+    {"sweep avg busbw", "/sweep/groups/0/avg_busbw_gbps", true, "GB/s", "GB/s", 1},
+    {"sweep avg busbw >= 1 MiB", "/sweep/groups/0/avg_busbw_gbps_1mib", true, "GB/s", "GB/s", 1},
 };
 
 const json* find(const json& report, const char* pointer) {
@@ -46,8 +50,11 @@ const json* number_at(const json& report, const char* pointer) {
 }
 
 json metric_row(const Metric& m, const json& golden, const json& fresh, double tolerance) {
-  json row = {
-      {"name", m.name}, {"unit", m.unit}, {"better", m.higher_is_better ? "higher" : "lower"}};
+  json row = {{"name", m.name},
+              {"unit", m.unit},
+              {"shown_unit", m.shown_unit},
+              {"shown_scale", m.shown_scale},
+              {"better", m.higher_is_better ? "higher" : "lower"}};
   const json* g = number_at(golden, m.pointer);
   const json* n = number_at(fresh, m.pointer);
   row["golden"] = g ? *g : json(nullptr);
@@ -79,11 +86,9 @@ json metric_row(const Metric& m, const json& golden, const json& fresh, double t
   const double kept = m.higher_is_better ? ratio : (nv > 0 ? gv / nv : 1e300);
   const bool fell = kept < tolerance;
   row["status"] = fell ? "fail" : "pass";
-  char text[160];
-  std::snprintf(text, sizeof text, "%s %.3g%% of golden (%s is better; tolerance %.3g)",
-                fell ? "fell to" : "kept", 100.0 * std::min(kept, 1e6),
-                m.higher_is_better ? "higher" : "lower", tolerance);
-  row["reason"] = text;
+  row["reason"] = std::string(fell ? "fell to " : "kept ") + readable_percent(std::min(kept, 1e6)) +
+                  " of golden (" + (m.higher_is_better ? "higher" : "lower") +
+                  " is better; tolerance " + readable_number(tolerance) + ")";
   return row;
 }
 
@@ -154,24 +159,28 @@ json compare_reports(const json& golden, const json& fresh, double tolerance) {
 }
 
 std::string render_comparison(const json& c) {
-  std::string out = printf_text("%-26s %14s %14s %8s  %-6s  %s\n", "metric", "golden", "new",
-                                "ratio", "better", "status");
-  auto number = [](const json& v) {
-    if (v.is_null()) return std::string("-");
-    return printf_text("%.4g", v.get<double>());
-  };
-  for (const json& m : c.at("metrics"))
+  std::string out = printf_text("%-26s %12s %12s %-10s %7s  %-6s  %s\n", "metric", "golden", "new",
+                                "unit", "ratio", "better", "status");
+  for (const json& m : c.at("metrics")) {
+    // As the summary shows it (milliseconds, percent, GFLOP/s); older rows carry no scale.
+    const double scale = m.value("shown_scale", 1.0);
+    const std::string unit = m.value("shown_unit", m.value("unit", std::string()));
+    auto number = [scale](const json& v) {
+      return v.is_number() ? readable_number(v.get<double>() * scale) : std::string("n/a");
+    };
     out += printf_text(
-        "%-26s %14s %14s %8s  %-6s  %s\n", m.at("name").get<std::string>().c_str(),
+        "%-26s %12s %12s %-10s %7s  %-6s  %s\n", m.at("name").get<std::string>().c_str(),
         number(m.at("golden")).c_str(), number(m.at("new")).c_str(),
-        m.at("ratio").is_null() ? "-" : printf_text("%.3f", m.at("ratio").get<double>()).c_str(),
+        unit.empty() ? "-" : unit.c_str(),
+        m.at("ratio").is_null() ? "n/a" : printf_text("%.3f", m.at("ratio").get<double>()).c_str(),
         m.at("better").get<std::string>().c_str(),
         m.at("status").get<std::string>() == "fail"
             ? ("FAIL: " + m.at("reason").get<std::string>()).c_str()
             : m.at("status").get<std::string>().c_str());
+  }
   for (const json& d : c.at("differences")) out += "note: " + d.get<std::string>() + "\n";
-  out += printf_text("tolerance %.3g; verdict: %s\n", c.at("tolerance").get<double>(),
-                     c.at("verdict").get<std::string>().c_str());
+  out += "tolerance " + readable_number(c.at("tolerance").get<double>()) +
+         "; verdict: " + c.at("verdict").get<std::string>() + "\n";
   return out;
 }
 

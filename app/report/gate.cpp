@@ -28,6 +28,28 @@ json topology_check(const std::map<std::string, std::vector<std::string>>& reaso
                                   : "flagged: " + hosts);
 }
 
+std::string report_kind(const json& report) {
+  if (report.contains("accept")) return "accept";
+  if (report.contains("drill")) return "drill";
+  if (report.contains("train")) return "train";
+  return report.contains("sweep") ? "sweep" : "report";
+}
+
+std::string stage_of_check(const json& check, const json& report) {
+  if (check.contains("stage") && check["stage"].is_string()) return check["stage"];
+  const std::string name = check.value("name", "");
+  const std::string base = name.substr(0, name.find('.'));
+  const json* thresholds = nullptr;
+  if (report.contains("gate") && report["gate"].contains("thresholds"))
+    thresholds = &report["gate"]["thresholds"];
+  if (thresholds && thresholds->is_array())
+    for (const json& t : *thresholds)
+      if (t.value("check", "") == base && t.contains("stage")) return t["stage"];
+  if (base == "drill" || base == "max_rto_s" || base == "max_rpo_steps") return "drill";
+  const std::string kind = report_kind(report);
+  return kind == "accept" ? "gate" : kind;
+}
+
 std::string verdict_of_checks(const json& checks) {
   std::string verdict = "PASS";
   bool judged = false;  // some check measured something: all "n/a" is no verdict at all

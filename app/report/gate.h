@@ -8,10 +8,11 @@
 
 namespace tp {
 
-inline constexpr const char* kReportSchema = "trainproof.report/2";
-// Reports `trainproof report` still reads: /1 had no context.nodes, and nvidia_smi_topo (rank 0's
-// alone) in the context itself.
-inline constexpr const char* kOlderReportSchema = "trainproof.report/1";
+inline constexpr const char* kReportSchema = "trainproof.report/3";
+// Reports `trainproof report` still reads (docs/report.md, "Schema"): /2 had
+// checkpoint.stall_fraction where /3 has checkpoint.overhead, and 0 where a sweep average measured
+// nothing; /1 had no context.nodes, and nvidia_smi_topo (rank 0's alone) in the context itself.
+inline constexpr const char* kOlderReportSchemas[] = {"trainproof.report/2", "trainproof.report/1"};
 
 // One entry of gate.checks[]: status is pass, warn, fail, none, n/a (a skipped stage's check,
 // app/judge/thresholds.h), or incomplete (a run or stage cut short: app/accept/accept_progress.h).
@@ -21,6 +22,15 @@ nlohmann::json gate_check(const std::string& name, nlohmann::json value, nlohman
 // from the majority or has a degraded link; n/a when preflight.topology=false read nothing.
 nlohmann::json topology_check(const std::map<std::string, std::vector<std::string>>& reasons,
                               bool measured);
+
+// What a report is: "accept", "drill", "train", "sweep", or "report" for one that says none of
+// them.
+std::string report_kind(const nlohmann::json& report);
+
+// The stage a check belongs to: its own `stage`, else the stage that measures its threshold
+// (gate.thresholds[]), else what the report is ("train", "sweep", "drill"; "gate" for an
+// acceptance run's threshold that names no stage).
+std::string stage_of_check(const nlohmann::json& check, const nlohmann::json& report);
 
 // FAIL when any check fails, else INCOMPLETE when any is incomplete, else NONE when nothing ran
 // (or every check is n/a), else WARN when any warns, else PASS.

@@ -1,5 +1,7 @@
 #include "app/report/report.h"
 
+#include "common/number_text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -60,9 +62,7 @@ std::string fixed2(double value) {
 }
 
 std::string ms(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
-  return text;
+  return readable_number(seconds * 1e3) + " ms";
 }
 
 template <typename T>

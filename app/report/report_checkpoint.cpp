@@ -30,14 +30,24 @@ json save_json(const CheckpointSave& s, bool async) {
   return save;
 }
 
-// The stall's p50 over checkpoint.every steps without their checkpoint phase; null without saves.
-json stall_fraction(const RunRecord& run, const std::vector<double>& stalls) {
+// The training between two saves: checkpoint.every steps without their checkpoint phase (the
+// median step); null without steps.
+json training_between_saves(const RunRecord& run) {
   std::vector<double> training;
   for (const auto& rank : run.timings)
     for (const auto& t : rank) training.push_back(t.step - t.checkpoint);
   const double between = double(run.config.checkpoint_every) * median(training);
-  if (stalls.empty() || training.empty() || between <= 0) return nullptr;
-  return median(stalls) / between;
+  if (training.empty() || between <= 0) return nullptr;
+  return between;
+}
+
+// The checkpoint overhead (docs/report.md, "Checkpoint overhead"): the share of training time
+// that checkpoints take, the median stall over itself plus the training between two saves. At
+// most 1; above 0.5 the saves take longer than the training between them. Null without saves.
+json checkpoint_overhead(const std::vector<double>& stalls, const json& between) {
+  if (stalls.empty() || !between.is_number()) return nullptr;
+  const double stall = median(stalls);
+  return stall / (stall + between.get<double>());
 }
 
 // An async save's writer thread needs a core beside the step's: without one they take turns.
@@ -96,7 +106,8 @@ json checkpoint_json(const RunRecord& run, const json& stall) {
   // Per checkpoint, start to commit, next to what training waited for it (async hides the rest).
   c["total_s"] = total.empty() ? json(nullptr) : json(summary_json(summarize(total)));
   c["stall_s"] = stalls.empty() ? json(nullptr) : json(summary_json(summarize(stalls)));
-  c["stall_fraction"] = stall_fraction(run, stalls);
+  c["training_between_s"] = training_between_saves(run);
+  c["overhead"] = checkpoint_overhead(stalls, c["training_between_s"]);
   c["cpu_warning"] = async_cpu_warning(run);
   c["restore"] =
       run.restored

@@ -104,9 +104,13 @@ nlohmann::json read_report_file(const std::string& path, const std::string& role
       report.is_object() && report.contains("schema") && report["schema"].is_string()
           ? report["schema"].get<std::string>()
           : "";
-  if (schema != kReportSchema && schema != kOlderReportSchema)
-    throw UsageError(named + ": schema is not " + std::string(kReportSchema) + " or " +
-                     kOlderReportSchema);
+  bool readable = schema == kReportSchema;
+  std::string known = kReportSchema;
+  for (const char* older : kOlderReportSchemas) {
+    readable = readable || schema == older;
+    known += std::string(", ") + older;
+  }
+  if (!readable) throw UsageError(named + ": schema is not one of " + known);
   const auto verdict = report.find("verdict");
   if (verdict == report.end() || !verdict->is_string() ||
       (*verdict != "PASS" && *verdict != "WARN" && *verdict != "FAIL" && *verdict != "NONE" &&

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/report/report_buckets.h"
+#include "common/number_text.h"
 #include "common/text_safety.h"
 
 namespace tp {
@@ -26,12 +27,32 @@ std::string si(double value, const char* unit) {
     ++p;
   }
   const std::string suffix = std::string(prefixes[p]) + unit;
-  return suffix.empty() ? printf_text("%.3g", value)
-                        : printf_text("%.3g %s", value, suffix.c_str());
+  return suffix.empty() ? readable_number(value) : readable_number(value) + " " + suffix;
 }
 
 double seconds_p50(const json& summary) {
   return summary.is_object() ? summary.at("p50").get<double>() : 0.0;
+}
+
+// The checkpoint overhead (docs/report.md), said once: the share of training time checkpoints
+// take, with the two medians it rests on. A /2 report has stall_fraction (stall over the training
+// between saves) instead: the same share follows from it.
+std::string overhead_line(const json& c) {
+  const double stall = seconds_p50(c.at("stall_s"));
+  json overhead = c.value("overhead", json(nullptr));
+  const json older = c.value("stall_fraction", json(nullptr));
+  if (!overhead.is_number() && older.is_number())
+    overhead = older.get<double>() / (1 + older.get<double>());
+  if (!overhead.is_number())
+    return "  checkpoints stalled training " + readable_number(stall) + " s a save";
+  const double share = overhead.get<double>();
+  std::string out = "  checkpoints took " + readable_percent(share) +
+                    " of training time: a stall of " + readable_number(stall) + " s a save";
+  if (c.contains("training_between_s") && c["training_between_s"].is_number())
+    out += " against " + readable_number(c["training_between_s"].get<double>()) +
+           " s of training between saves (medians)";
+  if (share > 0.5) out += ", longer than the training between them";
+  return out;
 }
 
 std::string checkpoint_lines(const json& c) {
@@ -49,14 +70,8 @@ std::string checkpoint_lines(const json& c) {
         si(c.at("write_gbps").get<double>() * 1e9, "B").c_str(),
         si(c.at("rank_write_gbps").at("min").get<double>() * 1e9, "B").c_str(),
         si(c.at("rank_write_gbps").at("max").get<double>() * 1e9, "B").c_str());
-    const json fraction = c.value("stall_fraction", json(nullptr));  // older reports lack it
-    out += printf_text(
-        "  training stalled %.3g s per checkpoint, %s of training time (p50s); commit "
-        "done %.3g s after the save began\n",
-        seconds_p50(c.at("stall_s")),
-        fraction.is_number() ? printf_text("%.2g%%", fraction.get<double>() * 100).c_str()
-                             : "an unknown share",
-        seconds_p50(c.at("total_s")));
+    out += overhead_line(c) + "; the save was committed " +
+           readable_number(seconds_p50(c.at("total_s"))) + " s after it began\n";
   }
   const json& r = c.at("restore");
   if (r.is_object()) {
@@ -131,14 +146,14 @@ std::string bucket_lines(const json& report) {
   std::string out = "\ncomm per bucket size (time on the last rank to start it, p50):\n";
   for (const json& size : train.at("buckets")) {
     out += printf_text(
-        "  %s x%d: %.3f ms, busbw %.3g GB/s", si(size.at("bytes").get<double>(), "B").c_str(),
+        "  %s x%d: %.3f ms, busbw %s GB/s", si(size.at("bytes").get<double>(), "B").c_str(),
         size.at("buckets").get<int>(), size.at("time_s").at("p50").get<double>() * 1e3,
-        size.at("busbw_gbps").get<double>());
+        readable_number(size.at("busbw_gbps").get<double>()).c_str());
     for (const json& e : efficiency)
       if (e.at("bytes") == size.at("bytes"))
-        out += printf_text(", %.0f%% of the sweep's %.3g GB/s at %s",
-                           100.0 * e.at("efficiency").get<double>(),
-                           e.at("sweep_busbw_gbps").get<double>(),
+        out += printf_text(", %s of the sweep's %s GB/s at %s",
+                           readable_percent(e.at("efficiency").get<double>()).c_str(),
+                           readable_number(e.at("sweep_busbw_gbps").get<double>()).c_str(),
                            si(e.at("sweep_bytes").get<double>(), "B").c_str());
     out += "\n";
   }
@@ -290,7 +305,7 @@ std::string drill_line(const json& report) {
   if (!report.contains("drill") || !report["drill"].is_object()) return "";
   const json& d = report["drill"];
   auto number = [](const json& v, const char* unit) {
-    return v.is_number() ? printf_text("%.3g %s", v.get<double>(), unit) : std::string("-");
+    return v.is_number() ? readable_number(v.get<double>()) + " " + unit : std::string("-");
   };
   return printf_text("\ndrill: %s, %zu failure(s), %d restart(s); RPO %s, RTO %s\n",
                      d.value("verdict", "").c_str(), d.value("failures", json::array()).size(),

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "app/report/summary_parts.h"
+#include "common/number_text.h"
 
 namespace tp {
 namespace {
@@ -38,13 +39,17 @@ std::string tables(const json& sweep) {
   for (const json& group : sweep.at("groups")) {
     const std::string name = group.at("name");
     std::string op;
+    std::vector<json> op_rows;      // the operation's rows so far, for its closing lines
     const json* pending = nullptr;  // the out-of-place row waiting for its in-place twin
     for (const json& row : sweep.at("results")) {
       if (row.at("group") != name) continue;
       if (row.at("op") != op) {
+        if (!op_rows.empty()) out += sweep_op_closing_lines(op_rows);
+        op_rows.clear();
         op = row.at("op");
         out += sweep_table_header(op, name, group.at("ranks").get<int>());
       }
+      op_rows.push_back(row);
       if (!row.at("in_place").get<bool>()) {
         pending = &row;
         continue;
@@ -52,7 +57,7 @@ std::string tables(const json& sweep) {
       out += sweep_table_line(pending ? *pending : json(nullptr), row);
       pending = nullptr;
     }
-    out += sweep_average_lines(group.at("avg_busbw_gbps"), group.at("avg_busbw_gbps_1mib"));
+    if (!op_rows.empty()) out += sweep_op_closing_lines(op_rows);
   }
   return out;
 }
@@ -72,14 +77,18 @@ std::string header(const json& ctx, const json& sweep) {
                      sweep.at("split").get<std::string>().c_str());
 }
 
+// "12.34 GB/s", or "n/a" for a figure nothing measured.
+std::string gbps_cell(const json& value) {
+  return value.is_number() ? printf_text("%8.2f GB/s", value.get<double>()) : std::string("n/a");
+}
+
 std::string group_lines(const json& sweep) {
   if (sweep.at("groups").size() < 2) return "";
   std::string out = "\ngroups (average busbw over every size; over sizes >= 1 MiB):\n";
   for (const json& g : sweep.at("groups"))
-    out += printf_text("  %-28s %3d ranks  %8.2f GB/s  %8.2f GB/s\n",
-                       g.at("name").get<std::string>().c_str(), g.at("ranks").get<int>(),
-                       g.at("avg_busbw_gbps").get<double>(),
-                       g.at("avg_busbw_gbps_1mib").get<double>());
+    out += printf_text("  %-28s %3d ranks  %13s  %13s\n", g.at("name").get<std::string>().c_str(),
+                       g.at("ranks").get<int>(), gbps_cell(g.at("avg_busbw_gbps")).c_str(),
+                       gbps_cell(g.at("avg_busbw_gbps_1mib")).c_str());
   return out + "slowest group: " + sweep.at("slowest_group").get<std::string>() + "\n";
 }
 
@@ -136,9 +145,30 @@ std::string sweep_table_line(const json& out_of_place, const json& in_place) {
          pass_cells(out_of_place) + pass_cells(in_place) + "\n";
 }
 
-std::string sweep_average_lines(double all_sizes_gbps, double large_sizes_gbps) {
-  return printf_text("# Avg bus bandwidth    : %g\n# Avg bus bandwidth (sizes >= 1 MiB) : %g\n#\n",
-                     all_sizes_gbps, large_sizes_gbps);
+std::string sweep_op_closing_lines(const std::vector<json>& rows) {
+  uint64_t wrong = 0;
+  double all = 0, large = 0;
+  int counted = 0, counted_large = 0;
+  for (const json& row : rows) {
+    wrong += row.value("wrong", uint64_t(0));
+    if (!row.value("not_run", std::string()).empty() || !row.contains("busbw_gbps") ||
+        !row["busbw_gbps"].is_number())
+      continue;
+    all += row["busbw_gbps"].get<double>();
+    ++counted;
+    if (row.value("bytes", uint64_t(0)) >= (uint64_t(1) << 20)) {
+      large += row["busbw_gbps"].get<double>();
+      ++counted_large;
+    }
+  }
+  const auto average = [](double sum, int n) {
+    return n > 0 ? readable_number(sum / n, 6) : std::string("N/A");
+  };
+  return printf_text("# Out of bounds values : %llu %s\n", static_cast<unsigned long long>(wrong),
+                     wrong == 0 ? "OK" : "FAILED") +
+         "# Avg bus bandwidth    : " + average(all, counted) +
+         "\n# trainproof: avg busbw over sizes >= 1 MiB : " + average(large, counted_large) +
+         "\n#\n";
 }
 
 std::string render_sweep_summary(const json& untrusted, bool with_tables) {
@@ -146,11 +176,6 @@ std::string render_sweep_summary(const json& untrusted, bool with_tables) {
   const json& ctx = report.at("context");
   const json& sweep = report.at("sweep");
   std::string out;
-  // After a table printed live, nccl-tests' closing lines follow it at once.
-  if (!with_tables && !sweep.contains("pairwise") && sweep.at("groups").size() == 1) {
-    const json& g = sweep.at("groups").front();
-    out += sweep_average_lines(g.at("avg_busbw_gbps"), g.at("avg_busbw_gbps_1mib"));
-  }
   out += header(ctx, sweep);
   if (sweep.contains("pairwise"))
     out += pairwise_lines(sweep.at("pairwise"));

@@ -4,6 +4,7 @@
 // matrix; rendered from the report's JSON alone, so `trainproof report FILE` reprints it.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace tp {
 
@@ -12,8 +13,12 @@ std::string sweep_table_header(const std::string& op, const std::string& group, 
 // One size: the out-of-place row and the in-place row of sweep.results[] (an in-place row that
 // did not run prints N/A).
 std::string sweep_table_line(const nlohmann::json& out_of_place, const nlohmann::json& in_place);
-// nccl-tests' closing lines: the average busbw over every row, and over rows of at least 1 MiB.
-std::string sweep_average_lines(double all_sizes_gbps, double large_sizes_gbps);
+// nccl-tests' closing lines after one operation's table, from its rows (both passes, as
+// sweep.results[] holds them): "# Out of bounds values : N OK|FAILED", "# Avg bus bandwidth    :
+// X" over the rows that ran (N/A when none did), then trainproof's own average over sizes of
+// 1 MiB and more on a line that does not start with the same words, so a script that greps
+// "Avg bus bandwidth" finds one figure per operation, as it does in nccl-tests' output.
+std::string sweep_op_closing_lines(const std::vector<nlohmann::json>& rows);
 
 // The whole summary of a sweep report; `with_tables` false leaves out the tables a run already
 // printed as it went.

@@ -24,6 +24,10 @@ bool is_reduction(CollectiveOp op) {
   return op == CollectiveOp::allreduce || op == CollectiveOp::reducescatter;
 }
 
+json number_or_null(const std::optional<double>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
 json group_json(const SweepGroupRecord& g, const SweepRecord& record) {
   json hosts = json::array();
   for (int r : g.world_ranks) {
@@ -36,23 +40,25 @@ json group_json(const SweepGroupRecord& g, const SweepRecord& record) {
           {"ranks", g.world_ranks.size()},
           {"world_ranks", g.world_ranks},
           {"hosts", hosts},
-          {"avg_busbw_gbps", average_busbw(g.rows)},
-          {"avg_busbw_gbps_1mib", average_busbw(g.rows, kLargeRowBytes)},
+          {"avg_busbw_gbps", number_or_null(average_busbw(g.rows))},
+          {"avg_busbw_gbps_1mib", number_or_null(average_busbw(g.rows, kLargeRowBytes))},
           {"wrong", wrong}};
 }
 
 // The group with the lowest busbw over sizes of 1 MiB and more (over every size when the sweep
-// stopped below 1 MiB); "" with one group.
+// stopped below 1 MiB); "" with one group, or when no group measured anything. A group that
+// measured nothing is never the slowest.
 std::string slowest_group(const json& groups) {
   if (groups.size() < 2) return "";
   bool large = false;
-  for (const json& g : groups) large = large || g.at("avg_busbw_gbps_1mib").get<double>() > 0;
+  for (const json& g : groups) large = large || g.at("avg_busbw_gbps_1mib").is_number();
   const char* key = large ? "avg_busbw_gbps_1mib" : "avg_busbw_gbps";
-  const auto slowest =
-      std::min_element(groups.begin(), groups.end(), [&](const json& a, const json& b) {
-        return a.at(key).get<double>() < b.at(key).get<double>();
-      });
-  return slowest->at("name");
+  const json* slowest = nullptr;
+  for (const json& g : groups)
+    if (g.at(key).is_number() &&
+        (!slowest || g.at(key).get<double>() < slowest->at(key).get<double>()))
+      slowest = &g;
+  return slowest ? slowest->at("name").get<std::string>() : "";
 }
 
 struct WrongSummary {

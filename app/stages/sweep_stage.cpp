@@ -80,25 +80,36 @@ class LivePrinter {
   void operator()(const SweepRow& row) {
     if (!on_) return;
     const json j = sweep_row_json(row, group_.name);
-    const bool new_op = j["op"] != op_;
-    if (new_op && !op_.empty() && !whole_table_)
-      std::cout << "sweep: " << op_ << " done (" << group_.name << ")\n" << std::flush;
-    if (new_op) {
+    if (j["op"] != op_) {
+      end_op();
       op_ = j["op"];
       if (whole_table_)
         std::cout << sweep_table_header(op_, group_.name, int(group_.world_ranks.size()));
     }
+    op_rows_.push_back(j);
     if (!row.in_place) {
       pending_ = j;
     } else if (whole_table_) {
       std::cout << sweep_table_line(pending_, j) << std::flush;
     }
   }
+  // After an operation's last row: nccl-tests' closing lines under its table, or a line saying
+  // it is done when groups run side by side.
+  void end_op() {
+    if (!on_ || op_.empty()) return;
+    if (whole_table_)
+      std::cout << sweep_op_closing_lines(op_rows_) << std::flush;
+    else
+      std::cout << "sweep: " << op_ << " done (" << group_.name << ")\n" << std::flush;
+    op_rows_.clear();
+    op_.clear();
+  }
 
  private:
   bool on_, whole_table_;
   const GroupSetup& group_;
   std::string op_;
+  std::vector<json> op_rows_;
   json pending_;
 };
 
@@ -144,6 +155,7 @@ std::vector<SweepGroupRecord> run_collectives(const SweepConfig& cfg, const Worl
     if (!group.split) stop_point(world.comm);
   };
   const std::vector<SweepRow> rows = run_sweep(sweep_group, plan, on_row);
+  live.end_op();
   auto groups = gather_groups(world, group, collective, rows);
   if (group.split) MPI_Comm_free(&group.comm);
   return groups;

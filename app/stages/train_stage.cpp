@@ -13,6 +13,8 @@
 #include "app/cli/option_values.h"
 #include "app/job/job_report.h"
 #include "app/report/context.h"
+#include "app/report/node_actions.h"
+#include "app/report/outputs.h"
 #include "app/report/report.h"
 #include "app/report/report_text.h"
 #include "app/report/summary.h"
@@ -299,13 +301,16 @@ void add_job_and_cost(json& report, const World& world, JobClock& job, const Ste
 int publish_report(const Invocation& inv, json& report, const World& world, bool preempted) {
   int exit_code = kExitPass;
   if (world.rank == 0) {
+    const SideOutputs outputs = side_outputs_from(inv.options, false);
+    record_strict(report, outputs);
     make_report_text_valid(report);
     const std::string path = inv.options["report"].as<std::string>();
     write_report(path, report);
+    write_side_outputs(report, outputs);
     std::cout << '\n'
               << render_summary(report) << "report: " << fs::absolute(path).string() << '\n'
-              << std::flush;
-    exit_code = preempted ? kExitPreempted : exit_code_for(report["verdict"]);
+              << node_action_lines(report, path) << std::flush;
+    exit_code = preempted ? kExitPreempted : exit_code_under(report["verdict"], outputs);
   }
   mpiCheck(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.comm));
   return exit_code;

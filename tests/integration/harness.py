@@ -1,6 +1,7 @@
 """Runs build/trainproof under mpirun for the MPI tests and reads back its JSON report."""
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -25,6 +26,25 @@ class Run:
         return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
 
+# Text for a person is never in e-notation, and a share above 100% comes with words that say why
+# it can be (a figure against another measurement, not a share of a whole).
+E_NOTATION = re.compile(r"(?<![\w.])\d+(\.\d+)?e[+-]?\d+(?![\w.])")
+PERCENT = re.compile(r"(\d+(\.\d+)?)%")
+ABOVE_100_EXPLAINED = ("of the sweep's", "of golden", "of the control")
+
+
+def unreadable_numbers(text):
+    """Lines of `text` with a number in e-notation, or a percentage above 100 without a note."""
+    found = []
+    for line in text.splitlines():
+        if E_NOTATION.search(line):
+            found.append(line)
+        elif any(float(m.group(1)) > 100 for m in PERCENT.finditer(line)) and not any(
+                note in line for note in ABOVE_100_EXPLAINED):
+            found.append(line)
+    return found
+
+
 def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed",
            subcommand="train"):
     """Runs `trainproof SUBCOMMAND` on `ranks` local ranks; returns a Run with the parsed
@@ -45,6 +65,11 @@ def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed
         if os.path.exists(report_path):
             with open(report_path) as f:
                 report = json.load(f)
+        # Every integration test's summary is held to it (docs/report.md, "Numbers in text").
+        unreadable = unreadable_numbers(proc.stdout)
+        if unreadable:
+            raise AssertionError("summary lines with e-notation or an unexplained percentage "
+                                 "above 100:\n" + "\n".join(unreadable))
         return Run(proc.returncode, proc.stdout, proc.stderr, report)
 
 

@@ -14,6 +14,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 from harness import BIN, MPIEXEC, SCENARIOS, TINY, check_by_name, direct, mpirun  # noqa: E402
 
 SMOKE = os.path.join(SCENARIOS, "accept-smoke.ini")
+
+
+def junit_cases(path):
+    """{suite name: {case name: TestCase}} as python3-junitparser reads the file."""
+    from junitparser import JUnitXml
+    xml = JUnitXml.fromfile(path)
+    return {suite.name: {case.name: case for case in suite} for suite in xml}
 DEV_HOST = os.path.join(SCENARIOS, "hosts", "dev-vm-2core.ini")
 
 
@@ -29,9 +36,18 @@ class RailsOnPretendNodes(unittest.TestCase):
     named with its node, its rail and its NIC, and on no other rail."""
 
     def test_every_rail_gets_a_matrix_and_a_slow_rail_is_named_with_it(self):
-        run = accept(6, "--test.split_hosts=3", "--accept.stages=pairwise",
-                     "--sweep.pair_bytes=4194304", "--sweep.pair_iters=3",
-                     "--test.slow_pair_rank=3", "--test.slow_pair_gbps=0.02")
+        with tempfile.TemporaryDirectory() as outputs:
+            junit = os.path.join(outputs, "accept.xml")
+            metrics = os.path.join(outputs, "accept.prom")
+            run = accept(6, "--test.split_hosts=3", "--accept.stages=pairwise",
+                         "--sweep.pair_bytes=4194304", "--sweep.pair_iters=3",
+                         "--test.slow_pair_rank=3", "--test.slow_pair_gbps=0.02",
+                         f"--junit={junit}", f"--metrics={metrics}")
+            suites = junit_cases(junit)
+            with open(metrics) as f:
+                exposition = f.read()
+            promtool = subprocess.run(["promtool", "check", "metrics"], input=exposition,
+                                      capture_output=True, text=True)
         self.assertEqual(run.returncode, 1, run)  # 20 MB/s is below sweep.fail_fraction
         rails = run.report["sweep"]["pairwise"]["rails"]
         self.assertEqual([(r["rail"], r["world_ranks"]) for r in rails],
@@ -52,6 +68,39 @@ class RailsOnPretendNodes(unittest.TestCase):
         self.assertFalse(any(c["outcome"] != "transient" for c in rails[0]["confirmations"]),
                          rails[0]["confirmations"])
         self.assertIn(where, check_by_name(run.report, "pairwise_flags")["reason"])
+        self.assert_node_actions(run, slow_host, where)
+        # What CI and monitoring read: the FAIL by name in a real JUnit reader, and metrics that
+        # promtool accepts, with the flagged node's series.
+        flags = suites["pairwise"]["pairwise_flags"]
+        self.assertEqual([type(r).__name__ for r in flags.result], ["Failure"], flags)
+        self.assertIn(where, flags.result[0].message)
+        self.assertEqual(promtool.returncode, 0, promtool)
+        self.assertIn(f'trainproof_node_flagged{{host="{slow_host}"}} 1\n', exposition)
+        self.assertIn('trainproof_verdict{verdict="FAIL"} 1\n', exposition)
+
+    def assert_node_actions(self, run, slow_host, where):
+        """`report nodes` names the flagged node, and only it, in every format."""
+        self.assertIn(f"nodes to act on (1): {slow_host}\n", run.stdout)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "accept.json")
+            with open(path, "w") as f:
+                json.dump(run.report, f)
+            printed = {fmt: direct("report", "nodes", path, f"--format={fmt}")
+                       for fmt in ("list", "hostlist", "drain", "json")}
+            self.assertEqual(direct("report", "nodes", path, "--format=csv").returncode, 2)
+        for fmt, out in printed.items():
+            self.assertEqual(out.returncode, 0, (fmt, out))
+        self.assertEqual(printed["hostlist"].stdout, slow_host + "\n")
+        drain = printed["drain"].stdout.splitlines()
+        self.assertEqual(len(drain), 1, drain)
+        self.assertTrue(drain[0].startswith(
+            f'scontrol update NodeName={slow_host} State=DRAIN Reason="trainproof: {where}: '),
+            drain)
+        reason = drain[0].split('Reason="', 1)[1][:-1]
+        self.assertLessEqual(len(reason), 128)
+        self.assertEqual([n["host"] for n in json.loads(printed["json"].stdout)["flagged"]],
+                         [slow_host])
+        self.assertTrue(printed["list"].stdout.startswith(slow_host + "\n  - " + where))
 
 
 class OnThisMachine(unittest.TestCase):
@@ -100,20 +149,38 @@ class OnThisMachine(unittest.TestCase):
         self.assertIn("--gate.min_au on the command line", check["reason"])
         self.assertIn("FAIL  min_au", run.stdout)
 
-    def test_a_default_threshold_missed_warns(self):
+    def test_a_default_threshold_missed_warns_and_strict_makes_it_exit_1(self):
         # Rank 1 of 3 computes 20 ms longer every step: its straggler score is far below the
-        # default gate.min_straggler_score, which nobody set, so it is advice: WARN, exit 0. (The
-        # WARN band of a threshold that was set is unit-tested: a figure that lands inside it on
-        # this machine depends on its load; one rank alone, whose score was exactly 1, now has
-        # no ranks to compare against.)
-        run = accept(3, "--accept.stages=train", "--fault=slow:rank=1,ms=20",
-                     "--test.split_hosts=2", scenario=TINY)
-        self.assertEqual(run.returncode, 0, run)
+        # default gate.min_straggler_score, which nobody set, so it is advice: WARN, which exits
+        # 0, or 1 under --strict, the verdict staying WARN. (The WARN band of a threshold that was
+        # set is unit-tested: a figure that lands inside it on this machine depends on its load;
+        # one rank alone, whose score was exactly 1, now has no ranks to compare against.)
+        with tempfile.TemporaryDirectory() as outputs:
+            metrics = os.path.join(outputs, "train.prom")
+            run = accept(3, "--accept.stages=train", "--fault=slow:rank=1,ms=20",
+                         "--test.split_hosts=2", "--strict", f"--metrics={metrics}",
+                         scenario=TINY)
+            with open(metrics) as f:
+                promtool = subprocess.run(["promtool", "check", "metrics"], stdin=f,
+                                          capture_output=True, text=True)
+        # A training report's phases, goodput and checkpoint figures pass promtool's lint too.
+        self.assertEqual(promtool.returncode, 0, promtool)
+        self.assertEqual(run.returncode, 1, run)
         self.assertEqual(run.report["verdict"], "WARN", run)
+        self.assertIs(run.report["context"]["strict"], True)
         check = check_by_name(run.report, "min_straggler_score")
         self.assertEqual(check["status"], "warn")
         self.assertIn("a default, so WARN", check["reason"])
         self.assertIn("rank 1", check["reason"])
+        # The WARN by name in a real JUnit reader: a passing case that says it warned.
+        with tempfile.TemporaryDirectory() as tmp:
+            report, junit = os.path.join(tmp, "r.json"), os.path.join(tmp, "r.xml")
+            with open(report, "w") as f:
+                json.dump(run.report, f)
+            self.assertEqual(direct("report", "junit", report, junit).returncode, 0)
+            case = junit_cases(junit)["train"]["min_straggler_score"]
+        self.assertEqual(case.result, [], case)
+        self.assertIn("status: warn", case.system_out)
 
     def test_a_failing_stage_is_retried_and_every_attempt_kept(self):
         run = accept(1, "--accept.stages=train", "--gate.min_au=0.999", "--gate.retries=1",

@@ -57,6 +57,15 @@ class FabricCluster(ClusterCase):
         self.assertIn("vc-n3", flags["reason"])
         self.assertIn("measured again at", flags["reason"])
         self.assertIn("train", slow.report)
+        # The host list an operator passes to --exclude expands, in Slurm's own hands, to exactly
+        # the flagged nodes.
+        hostlist = run([self.bin, "report", "nodes", os.path.join(WORK, "accept-throttled.json"),
+                        "--format=hostlist"])
+        self.assertEqual(hostlist.returncode, 0, hostlist)
+        expanded = run(["scontrol", "show", "hostnames", hostlist.stdout.strip()])
+        flagged = sorted(n["host"] for n in slow.report["nodes"] if n["flagged"])
+        self.assertIn("vc-n3", flagged)
+        self.assertEqual(sorted(expanded.stdout.split()), flagged, (hostlist, expanded))
 
         restored = vcluster("restore", "vc-n3")
         self.assertEqual(restored.returncode, 0, restored.stderr)

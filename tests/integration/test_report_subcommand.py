@@ -57,6 +57,20 @@ class ReportSubcommand(unittest.TestCase):
             self.assertEqual(bad.returncode, 2, bad)
             self.assertIn("--tolerance", bad.stderr)
             self.assertEqual(direct("report", "compare", golden).returncode, 2)
+            # Each row carries its unit, times in milliseconds as the summary shows them.
+            step = next(l for l in same.stdout.splitlines() if l.startswith("step p50"))
+            self.assertIn(" ms ", step)
+            # A training report against a sweep's has nothing to compare: exit 2, naming both.
+            sweep_report = os.path.join(tmp, "sweep.json")
+            swept = mpirun(2, "--sweep.ops=allreduce", "--sweep.max_bytes=4096",
+                           subcommand="sweep")
+            self.assertEqual(swept.returncode, 0, swept)
+            with open(sweep_report, "w") as f:
+                json.dump(swept.report, f)
+            unrelated = direct("report", "compare", golden, sweep_report)
+            self.assertEqual(unrelated.returncode, 2, unrelated)
+            self.assertIn("is a train report and", unrelated.stderr)
+            self.assertIn("a sweep report, with no metric that both hold", unrelated.stderr)
 
     def test_merge_judges_the_drill_against_the_accept_gate(self):
         run = mpirun(2)
@@ -126,7 +140,7 @@ class ReportSubcommand(unittest.TestCase):
     def test_reads_the_previous_schema_and_refuses_others(self):
         run = mpirun(2)
         self.assertEqual(run.returncode, 0, run)
-        self.assertEqual(run.report["schema"], "trainproof.report/2")
+        self.assertEqual(run.report["schema"], "trainproof.report/3")
         # A /1 report: no context.nodes, rank 0's nvidia_smi_topo in the context.
         old = dict(run.report, schema="trainproof.report/1")
         old["context"] = dict(old["context"], nvidia_smi_topo=None)
@@ -139,10 +153,11 @@ class ReportSubcommand(unittest.TestCase):
             self.assertEqual(again.returncode, 0, again)
             self.assertIn(again.stdout, run.stdout)
             with open(path, "w") as f:
-                json.dump(dict(old, schema="trainproof.report/3"), f)
+                json.dump(dict(old, schema="trainproof.report/4"), f)
             bad = direct("report", path)
             self.assertEqual(bad.returncode, 2, bad)
-            self.assertIn("schema is not trainproof.report/2 or trainproof.report/1", bad.stderr)
+            self.assertIn("schema is not one of trainproof.report/3, trainproof.report/2, "
+                          "trainproof.report/1", bad.stderr)
 
     def test_hostile_reports_are_refused_or_shown_inert(self):
         run = mpirun(2)

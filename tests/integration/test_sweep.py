@@ -50,7 +50,16 @@ class EveryRow(unittest.TestCase):
         # The terminal table reads like nccl-tests' own.
         self.assertIn("#       size         count      type   redop    root     time   algbw   "
                       "busbw #wrong", run.stdout)
-        self.assertIn("# Avg bus bandwidth    : ", run.stdout)
+        # nccl-tests' closing lines, once per operation as nccl-tests prints them, so a script
+        # that greps "Avg bus bandwidth" finds one figure per operation and nothing else.
+        lines = run.stdout.splitlines()
+        averages = [line for line in lines if line.startswith("# Avg bus bandwidth")]
+        self.assertEqual(len(averages), len(OPS), averages)
+        self.assertTrue(all(float(line.split(":")[1]) > 0 for line in averages), averages)
+        self.assertEqual(lines.count("# Out of bounds values : 0 OK"), len(OPS), run.stdout)
+        # No row reached 1 MiB: nothing measured is N/A in the table and null in the report.
+        self.assertIn("# trainproof: avg busbw over sizes >= 1 MiB : N/A", lines)
+        self.assertIsNone(s["groups"][0]["avg_busbw_gbps_1mib"])
         return run
 
     def test_two_ranks_float32(self):

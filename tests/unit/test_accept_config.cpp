@@ -290,9 +290,9 @@ TEST(AcceptConfig, CheckpointThresholdsNeedCheckpoints) {
             "bandwidth, which train measures only with checkpoint.dir and checkpoint.every");
   // A folder without a cadence takes no checkpoint either.
   EXPECT_THAT(refusal({"--accept.stages=train", "--checkpoint.dir=/tmp/ck",
-                       "--gate.max_ckpt_stall_fraction=0.1"}),
-              HasSubstr("--gate.max_ckpt_stall_fraction on the command line judges the "
-                        "checkpoint stall fraction"));
+                       "--gate.max_ckpt_overhead=0.1"}),
+              HasSubstr("--gate.max_ckpt_overhead on the command line judges the "
+                        "checkpoint overhead"));
   const tp::AcceptConfig c =
       accept(with_checkpoints({"--accept.stages=train", "--gate.min_ckpt_write_gbps=1"}));
   ASSERT_TRUE(has_threshold(c, "min_ckpt_write_gbps"));

@@ -334,13 +334,13 @@ TEST(AcceptGate, WarnBandEdgesForAtMost) {
 TEST(AcceptGate, EachFigureIsReadFromItsSection) {
   const tp::AcceptConfig c = gated({
       gate("min_ckpt_write_gbps", tp::Direction::at_least, 1, "train", "w"),
-      gate("max_ckpt_stall_fraction", tp::Direction::at_most, 0.1, "train", "s"),
+      gate("max_ckpt_overhead", tp::Direction::at_most, 0.1, "train", "s"),
       gate("min_goodput", tp::Direction::at_least, 0.5, "train", "g"),
       gate("min_restore_gbps", tp::Direction::at_least, 1, "restore", "r"),
       gate("max_restore_s", tp::Direction::at_most, 60, "restore", "t"),
       gate("min_job_goodput", tp::Direction::at_least, 0.2, "train", "j"),
   });
-  const json report = {{"checkpoint", {{"write_gbps", 2.5}, {"stall_fraction", 0.02}}},
+  const json report = {{"checkpoint", {{"write_gbps", 2.5}, {"overhead", 0.02}}},
                        {"job", {{"goodput", 0.3}, {"train_goodput", 0.75}}},
                        {"restore", {{"gbps", 3.5}, {"seconds", 12.0}}}};
   const json checks = tp::judge_thresholds(c, report, {{"train", 1}, {"restore", 1}});
@@ -384,8 +384,8 @@ TEST(AcceptGate, BaselineChecksOnePerMetricAgainstGoldenTimesTolerance) {
                 "baseline_samples_s", "baseline_tokens_s", "baseline_AU", "baseline_step_p50",
                 "baseline_compute_p50", "baseline_comm_p50", "baseline_achieved_FLOP_s",
                 "baseline_checkpoint_write", "baseline_checkpoint_restore",
-                "baseline_checkpoint_stall_fraction", "baseline_data_read",
-                "baseline_sweep_avg_busbw", "baseline_sweep_avg_busbw_1_MiB"}));
+                "baseline_checkpoint_overhead", "baseline_data_read", "baseline_sweep_avg_busbw",
+                "baseline_sweep_avg_busbw_1_MiB"}));
   const json& samples = named(checks, "baseline_samples_s");
   EXPECT_EQ(samples["value"], 80.0);
   EXPECT_DOUBLE_EQ(samples["threshold"].get<double>(), 90.0);

@@ -80,7 +80,7 @@ TEST(AcceptReport, TheLastAttemptCountsAndEveryAttemptIsKept) {
   const json report =
       tp::accept_report(preflight_and_train(), attempts, {{"job", {{"wall_s", 100.0}}}},
                         {{"scenario_hash", "h1"}}, nullptr);
-  EXPECT_EQ(report["schema"], "trainproof.report/2");
+  EXPECT_EQ(report["schema"], "trainproof.report/3");
   // The second attempt's section replaces the first's whole.
   EXPECT_EQ(report["train"], (json{{"au", 0.9}}));
   EXPECT_EQ(report["preflight"], (json{{"folders", json::array()}}));

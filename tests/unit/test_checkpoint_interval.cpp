@@ -5,13 +5,13 @@
 namespace {
 
 // Worked example: a 20 s stall, one failure every 5 hours across the job (18000 s), 2 s steps.
-// Young: sqrt(2 x 20 x 18000) = sqrt(720000) = 848.53 s = 424.26 steps -> 424 steps, 848 s.
-// Lost: 20/848 + (424 + 0)/18000 = 0.023585 + 0.023556 = 0.047140.
+// Young, with the overhead C/(T+C): sqrt(2 x 20 x 18000) - 20 = 848.53 - 20 = 828.53 s
+// = 414.26 steps -> 414 steps, 828 s. Lost: 20/(828 + 20) + (414 + 0)/18000 = 0.023585 + 0.023.
 TEST(CheckpointInterval, YoungsIntervalOnAWorkedExample) {
   const tp::IntervalChoice c = tp::optimal_checkpoint_interval({20.0, 0.0, 18000.0, 2.0});
-  EXPECT_EQ(c.steps, 424);
-  EXPECT_DOUBLE_EQ(c.seconds, 848.0);
-  EXPECT_NEAR(c.lost_fraction, 20.0 / 848.0 + 424.0 / 18000.0, 1e-12);
+  EXPECT_EQ(c.steps, 414);
+  EXPECT_DOUBLE_EQ(c.seconds, 828.0);
+  EXPECT_NEAR(c.lost_fraction, 20.0 / 848.0 + 414.0 / 18000.0, 1e-12);
   // It is the minimum: a shorter or longer interval loses more.
   const tp::IntervalInputs in{20.0, 0.0, 18000.0, 2.0};
   EXPECT_LT(c.lost_fraction, tp::lost_fraction_at(in, 400.0));
@@ -22,9 +22,9 @@ TEST(CheckpointInterval, YoungsIntervalOnAWorkedExample) {
 // work grows by that, and the interval never drops below it.
 TEST(CheckpointInterval, AnAsyncCheckpointIsNeverTakenBeforeTheLastOneIsDurable) {
   const tp::IntervalChoice c = tp::optimal_checkpoint_interval({0.5, 300.0, 18000.0, 2.0});
-  // sqrt(2 x 0.5 x 18000) = 134 s < 300 s: the interval is the time to durable.
+  // sqrt(2 x 0.5 x 18000) - 0.5 = 133.7 s < 300 s: the interval is the time to durable.
   EXPECT_EQ(c.steps, 150);
-  EXPECT_NEAR(c.lost_fraction, 0.5 / 300.0 + (150.0 + 300.0) / 18000.0, 1e-12);
+  EXPECT_NEAR(c.lost_fraction, 0.5 / 300.5 + (150.0 + 300.0) / 18000.0, 1e-12);
 }
 
 TEST(CheckpointInterval, NoFailuresOrAFreeCheckpointGiveNoInterval) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -120,9 +121,9 @@ TEST(Cost, ADrillsFailuresCostTheirRedoneWorkRecoveryAndTheCheckpointsKept) {
 
 // 2.4 failures per node-day on 2 nodes: 4.8 a day, MTBF 86400 / 4.8 = 18000 s, the worked
 // example of test_checkpoint_interval.cpp with a 10 s time to durable:
-//   optimal: sqrt(2 x 20 x 18000) = 848.53 s -> 424 steps, 848 s;
-//            lost 20/848 + (424 + 10)/18000
-//   used:    100 steps x 2 s = 200 s; lost 20/200 + (100 + 10)/18000
+//   optimal: sqrt(2 x 20 x 18000) - 20 = 828.53 s -> 414 steps, 828 s;
+//            lost 20/(828 + 20) + (414 + 10)/18000
+//   used:    100 steps x 2 s = 200 s; lost 20/(200 + 20) + (100 + 10)/18000
 // Expected redone work per failure: 200/2 + 10 = 110 s; with a 30 s RTO, failures cost
 // 4.8 x (110 + 30) x 0.0025 = 1.68 a day. A day's loss at an interval: lost x 86400 x 0.0025.
 TEST(Cost, TheProjectionPricesFailuresAndNamesTheIntervalThatMinimisesThem) {
@@ -134,14 +135,14 @@ TEST(Cost, TheProjectionPricesFailuresAndNamesTheIntervalThatMinimisesThem) {
   const json proj = tp::cost_json(r, in)["projection"];
   EXPECT_NEAR(proj["failures_per_day"].get<double>(), 4.8, kTight);
   EXPECT_NEAR(proj["mtbf_s"].get<double>(), 18000, 1e-9);
-  EXPECT_EQ(proj["optimal"]["steps"], 424);
-  EXPECT_NEAR(proj["optimal"]["seconds"].get<double>(), 848, kTight);
-  const double best_lost = 20.0 / 848 + (424.0 + 10) / 18000;
+  EXPECT_EQ(proj["optimal"]["steps"], 414);
+  EXPECT_NEAR(proj["optimal"]["seconds"].get<double>(), 828, kTight);
+  const double best_lost = 20.0 / 848 + (414.0 + 10) / 18000;
   EXPECT_NEAR(proj["optimal"]["lost_fraction"].get<double>(), best_lost, kTight);
   EXPECT_NEAR(proj["optimal"]["cost_per_day"].get<double>(), best_lost * 86400 * 0.0025, 1e-9);
   EXPECT_EQ(proj["used"]["steps"], 100);
   EXPECT_NEAR(proj["used"]["seconds"].get<double>(), 200, kTight);
-  const double used_lost = 20.0 / 200 + (100.0 + 10) / 18000;
+  const double used_lost = 20.0 / 220 + (100.0 + 10) / 18000;
   EXPECT_NEAR(proj["used"]["lost_fraction"].get<double>(), used_lost, kTight);
   EXPECT_NEAR(proj["redone_s_per_failure"].get<double>(), 110, kTight);
   EXPECT_NEAR(proj["measured_rpo_s"].get<double>(), 20, kTight);
@@ -162,8 +163,8 @@ TEST(Cost, WithoutADrillTheProjectionRestsOnTheRedoneWorkAlone) {
   const std::vector<std::string> lines = tp::cost_lines(cost);
   EXPECT_EQ(lines.back(),
             "  projection at 4.8 failures a day (MTBF 18000 s): failures cost 1.32 a day (redone "
-            "work alone: no RTO measured); checkpoint every 424 steps (848 s) to lose 4.8%; the "
-            "run's 100 steps (200 s) lose 11%");
+            "work alone: no RTO measured); checkpoint every 414 steps (828 s of training) to lose "
+            "4.7% to checkpoints and redone work; the run's 100 steps (200 s) lose 9.7%");
   EXPECT_TRUE(tp::cost_json(rates(), small_run())["projection"].is_null())
       << "no failure rate, no projection";
 }
@@ -184,7 +185,7 @@ TEST(Cost, UnpricedTheSectionSaysSoAndKeepsTheQuantities) {
   EXPECT_EQ(cost["inputs"]["steps_completed"], 400);
   EXPECT_EQ(cost["unpriced"], json({"compute", "storage", "data", "overhead"}));
   EXPECT_TRUE(cost["projection"]["failure_cost_per_day"].is_null());
-  EXPECT_EQ(cost["projection"]["optimal"]["steps"], 424);
+  EXPECT_EQ(cost["projection"]["optimal"]["steps"], 414);
   const std::vector<std::string> lines = tp::cost_lines(cost);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].rfind("cost: not priced", 0), 0u) << lines[0];
@@ -218,6 +219,12 @@ TEST(Cost, GpuHourPricesTheGpusAndNothingOnACpuHost) {
   cost = tp::cost_json(r, cpu);
   EXPECT_FALSE(cost["priced"].get<bool>());
   EXPECT_NE(cost["notes"][0].get<std::string>().find("cost.gpu_hour"), std::string::npos);
+  // The summary says it too, not only the JSON's notes.
+  const std::vector<std::string> lines = tp::cost_lines(cost);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "  not priced: compute: cost.gpu_hour is set but the job ran on no GPU "
+                      "(give cost.node_hour)"),
+            lines.end());
 }
 
 TEST(Cost, NoStepOrTokenGivesNoPerWorkFigure) {

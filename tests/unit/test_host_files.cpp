@@ -66,6 +66,8 @@ struct SyntheticHost {
       if (f.name != name) continue;
       if (f.kind == tp::ReferenceKind::higher_is_better) return found->second * share;
       if (f.kind == tp::ReferenceKind::lower_is_better) return found->second / share;
+      if (f.kind == tp::ReferenceKind::share_of_time)  // S / (S + T), S stretched by 1 / share
+        return found->second / (found->second + share * (1 - found->second));
     }
     return found->second;
   }
@@ -121,7 +123,7 @@ json synthetic_report(const SyntheticHost& host, int nodes, int64_t busbw_bytes)
                        {"comm_exposed", {{"p50", host.figure("comm_exposed_fraction")}}}}}};
   const int gpus = nodes * gpus_per_node;
   report["checkpoint"] = {{"write_gbps", host.aggregate("ckpt_write_gbps", nodes, gpus)},
-                          {"stall_fraction", host.figure("ckpt_stall_fraction")}};
+                          {"overhead", host.figure("ckpt_overhead")}};
   report["job"] = {{"train_goodput", host.figure("goodput")},
                    {"goodput", host.figure("job_goodput")}};
   report["restore"] = {{"gbps", host.aggregate("restore_gbps", nodes, gpus)},

@@ -136,8 +136,17 @@ TEST(PairwiseConfirm, AFlagNearTheLineIsMeasuredASecondTimeAndStandsOnlyIfItHold
           << tp::pairwise_warnings(p)[0];
     }
   }
-  // A flag far below the line needs no second trial.
-  EXPECT_TRUE(tp::plan_second_trials(confirmed(0.004, 0.004), 0.8).empty());
+  // A fail far below the line is measured a second time too: a FAIL ends the run with exit 1.
+  tp::PairwiseRecord far = confirmed(0.004, 0.004);
+  ASSERT_EQ(tp::pairwise_checks(far)[1]["status"], "fail");
+  const auto again = tp::plan_second_trials(far, 0.8);
+  ASSERT_FALSE(again.empty());
+  // Caught twice, it stands; caught once, the milder outcome (transient) wins.
+  tp::record_second_trials(far, measured(again, 0.004), 0.8, 0.5);
+  EXPECT_EQ(tp::pairwise_checks(far)[1]["status"], "fail");
+  tp::PairwiseRecord once = confirmed(0.004, 0.004);
+  tp::record_second_trials(once, measured(tp::plan_second_trials(once, 0.8), 0.95), 0.8, 0.5);
+  EXPECT_EQ(tp::pairwise_checks(once)[1]["status"], "pass");
 }
 
 TEST(PairwiseConfirm, TheRuleItself) {

@@ -36,7 +36,7 @@ TEST(SweepReport, RightRowsPassAndAverageAsNcclTestsDoes) {
   rec.groups.push_back({"world", {0, 1, 2, 3}, {row(1024, 1), row(1 << 20, 4), row(1 << 21, 8)}});
   const auto report = tp::build_sweep_report(rec);
   EXPECT_EQ(report["verdict"], "PASS");
-  EXPECT_EQ(report["schema"], "trainproof.report/2");
+  EXPECT_EQ(report["schema"], "trainproof.report/3");
   const auto& g = report["sweep"]["groups"][0];
   EXPECT_DOUBLE_EQ(g["avg_busbw_gbps"].get<double>(), 13.0 / 3);
   EXPECT_DOUBLE_EQ(g["avg_busbw_gbps_1mib"].get<double>(), 6.0);
