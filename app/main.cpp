@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
       return tp::kExitPass;
     }
     if (inv.help) {
-      std::cout << tp::help_text(inv.subcommand);
+      std::cout << tp::help_text(inv.subcommand, inv.help_all);
       return tp::kExitPass;
     }
     if (inv.subcommand == "report") return tp::run_report(inv);

@@ -66,9 +66,9 @@ std::string sweep_type_name(ElementType type) {
     case ElementType::i32:
       return "int32";
     case ElementType::bf16:
-      return "bf16";
+      return "bfloat16";
     case ElementType::f16:
-      return "fp16";
+      return "float16";
   }
   return "unknown";
 }

@@ -13,7 +13,7 @@
 
 namespace tp {
 
-std::string sweep_type_name(ElementType type);  // "float32", "int32", "bf16", "fp16"
+std::string sweep_type_name(ElementType type);  // "float32", "int32", "bfloat16", "float16"
 size_t sweep_type_bytes(ElementType type);
 
 // The most ranks whose sum `type` holds exactly with inputs of 0 and 1 (bf16 256, fp16 2048): a

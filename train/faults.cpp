@@ -159,7 +159,8 @@ FaultSpec parse_fault(const std::string& text) {
     spec.mode = "flip";
     spec.rank = 0;
     for (const auto& [key, value] : fields) {
-      if (key == "shard") {
+      // rank=R, as every other fault names its rank; shard=R, its first name, still reads.
+      if (key == "rank" || key == "shard") {
         spec.rank = int(parse_integer(text, key, value, 0));
       } else if (key == "mode") {
         if (value != "flip" && value != "truncate" && value != "delete")
@@ -168,7 +169,7 @@ FaultSpec parse_fault(const std::string& text) {
         spec.mode = value;
       } else {
         throw UsageError("--fault '" + text + "': unknown key '" + key +
-                         "' for corrupt (shard, mode)");
+                         "' for corrupt (rank, mode)");
       }
     }
     return spec;

@@ -1,14 +1,18 @@
 #include "app/cli/cli.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <vector>
 
 #include "app/cli/cli_options.h"
 #include "app/cli/host_reference.h"
 #include "app/cli/option_values.h"
+#include "common/dtype_names.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "data/dataset.h"
@@ -30,6 +34,18 @@ std::string read_file(const std::string& option, const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// model.dtype in any common spelling, kept as the GPU plugin and the scenario hash know it (fp32,
+// bf16, fp16), so a respelling changes neither.
+std::string model_dtype_from(const po::variables_map& vm) {
+  const std::string given = vm["model.dtype"].as<std::string>();
+  const std::string name = dtype_name(given);
+  if (name == "float32") return "fp32";
+  if (name == "bfloat16") return "bf16";
+  if (name == "float16") return "fp16";
+  throw UsageError("model.dtype='" + given +
+                   "' is not one of: float32 (fp32, float), bfloat16 (bf16), float16 (fp16, half)");
 }
 
 // The shape; the width comes from model.hidden or, when model.params is given, from the budget.
@@ -267,9 +283,31 @@ po::parsed_options parse_option_file(const std::string& what, const std::string&
   }
 }
 
+// A byte count as nccl-tests' users type it: 64M, 1K, 2G (binary: K = 1024), with or without
+// "iB" or "B" after the letter; a plain number stays as it is. Every option named *_bytes.
+std::string expanded_byte_count(const std::string& name, const std::string& text) {
+  static const std::regex suffixed(R"(([0-9]+)\s*([KkMmGgTt])(i?[Bb])?)");
+  std::smatch m;
+  if (!std::regex_match(text, m, suffixed)) return text;
+  const int shift = std::string("kmgt").find(char(std::tolower(m[2].str()[0]))) * 10 + 10;
+  const uint64_t count = std::stoull(m[1].str());
+  if (m[1].str().size() > 12 || count > (uint64_t(INT64_MAX) >> shift))
+    throw UsageError(name + "=" + text + " is too large");
+  return std::to_string(count << shift);
+}
+
+void expand_byte_counts(po::parsed_options& parsed) {
+  for (po::option& o : parsed.options) {
+    const std::string& key = o.string_key;
+    if (key.size() < 6 || key.compare(key.size() - 6, 6, "_bytes") != 0) continue;
+    for (std::string& value : o.value) value = expanded_byte_count(key, value);
+  }
+}
+
 // store() keeps values already present, so what is stored first wins.
 void store_parsed(Invocation& inv, const std::string& what, const std::string& path,
-                  const po::parsed_options& parsed) {
+                  po::parsed_options parsed) {
+  expand_byte_counts(parsed);
   try {
     po::store(parsed, inv.options);
   } catch (const po::error& e) {
@@ -345,13 +383,14 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   try {
     // Names are matched exactly, as in scenario files: Boost's default would take --train.step
     // for train.steps, and --gate.min_p for whichever gate option it happens to prefix.
-    po::store(
+    po::parsed_options given =
         po::command_line_parser(argc - first + 1, argv + first - 1)
             .options(cli)
             .positional(operands)
             .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
-            .run(),
-        inv.options);
+            .run();
+    expand_byte_counts(given);
+    po::store(given, inv.options);
   } catch (const po::unknown_option& e) {
     throw UsageError("command line: " + unknown_option_text(options, e.get_option_name()));
   } catch (const po::error& e) {
@@ -359,7 +398,8 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   }
   if (inv.options.count("operand"))
     inv.positional = inv.options["operand"].as<std::vector<std::string>>();
-  inv.help = inv.options.count("help") > 0;
+  inv.help_all = inv.options.count("help-all") > 0;
+  inv.help = inv.help_all || inv.options.count("help") > 0;
   inv.version = inv.options.count("version") > 0;
   if (inv.help || inv.version) return inv;
   if (inv.subcommand.empty())
@@ -399,7 +439,7 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   TrainConfig c;
   c.model = model_from(vm);
   c.batch_per_rank = batch_per_rank_from(vm);
-  c.dtype = one_of(vm, "model.dtype", {"fp32", "bf16", "fp16"});
+  c.dtype = model_dtype_from(vm);
   read_run_length(vm, c);
   c.optimizer = optimizer_from(vm);
   c.log_every = vm["train.log_every"].as<int64_t>();

@@ -16,6 +16,7 @@ namespace po = boost::program_options;
 struct Invocation {
   std::string subcommand;  // "train", "report", or empty for top-level --help/--version
   bool help = false;
+  bool help_all = false;  // --help-all: --help with the test.* hooks
   bool version = false;
   po::variables_map options;
   std::vector<std::string> positional;  // operands after the subcommand (report FILE)
@@ -29,7 +30,9 @@ struct Invocation {
 
 // Throws UsageError naming the option, file or value at fault.
 Invocation parse_invocation(int argc, const char* const argv[]);
-std::string help_text(const std::string& subcommand);
+// --help: the subcommand's usage, every option with its default, the fault grammar; the test
+// suite's hooks (test.*) only with `with_test_hooks` (--help-all).
+std::string help_text(const std::string& subcommand, bool with_test_hooks = false);
 
 TrainConfig train_config_from(const po::variables_map& options);
 

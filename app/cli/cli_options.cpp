@@ -11,11 +11,25 @@ namespace {
 
 namespace po = boost::program_options;
 
+// Boost cuts the first column at line_length - min_description_length: at its 80 and 40, the
+// longest names (--gate.min_ckpt_write_gbps_per_node arg (=0)) broke mid-word.
+constexpr unsigned kHelpLineLength = 100;
+constexpr unsigned kHelpDescriptionLength = 45;
+
+}  // namespace
+
+po::options_description option_group(const std::string& caption) {
+  return po::options_description(caption, kHelpLineLength, kHelpDescriptionLength);
+}
+
+namespace {
+
 po::options_description general_options() {
-  po::options_description group("General");
+  po::options_description group = option_group("General");
   // clang-format off
   group.add_options()
       ("help,h", "show this help and exit")
+      ("help-all", "show this help with the test suite's hooks (test.*) too, and exit")
       ("version", "print the version and exit")
       ("scenario", po::value<std::string>()->value_name("FILE"),
        "INI file of options ([section] name = value); the command line wins over it")
@@ -48,7 +62,8 @@ po::options_description general_options() {
 }
 
 po::options_description model_options() {
-  po::options_description group("Model (decides the state; part of the scenario hash)");
+  po::options_description group =
+      option_group("Model (decides the state; part of the scenario hash)");
   // clang-format off
   group.add_options()
       ("model.layers", po::value<int64_t>()->default_value(4), "square linear layers")
@@ -64,14 +79,15 @@ po::options_description model_options() {
        "each GPU at any size (global batch = this x ranks; the digest is the same only at the "
        "same world size). Excludes model.batch; the command line's choice replaces the "
        "scenario's")
-      ("model.dtype", po::value<std::string>()->default_value("fp32"),
-       "GEMM element type: fp32, bf16 or fp16 (16-bit inputs accumulate in fp32; cuda only)");
+      ("model.dtype", po::value<std::string>()->default_value("float32"),
+       "GEMM element type: float32, bfloat16 or float16 (also spelled fp32, float, bf16, fp16, "
+       "half; 16-bit inputs accumulate in float32; cuda only)");
   // clang-format on
   return group;
 }
 
 po::options_description train_options() {
-  po::options_description group("Training");
+  po::options_description group = option_group("Training");
   // clang-format off
   group.add_options()
       ("train.steps", po::value<int64_t>()->default_value(50), "steps to run")
@@ -96,7 +112,7 @@ po::options_description train_options() {
 }
 
 po::options_description compute_options() {
-  po::options_description group("Compute");
+  po::options_description group = option_group("Compute");
   // clang-format off
   group.add_options()
       ("compute.backend", po::value<std::string>()->default_value("auto"),
@@ -107,7 +123,7 @@ po::options_description compute_options() {
 }
 
 po::options_description comm_options() {
-  po::options_description group("Communication");
+  po::options_description group = option_group("Communication");
   // clang-format off
   group.add_options()
       ("comm.backend", po::value<std::string>()->default_value("auto"),
@@ -122,7 +138,7 @@ po::options_description comm_options() {
 }
 
 po::options_description checkpoint_options() {
-  po::options_description group("Checkpoints");
+  po::options_description group = option_group("Checkpoints");
   // clang-format off
   group.add_options()
       ("resume", po::value<std::string>()->default_value("none"),
@@ -161,7 +177,7 @@ po::options_description checkpoint_options() {
 }
 
 po::options_description watchdog_options() {
-  po::options_description group("Watchdog");
+  po::options_description group = option_group("Watchdog");
   // clang-format off
   group.add_options()
       ("watchdog.timeout_s", po::value<double>()->default_value(0.0),
@@ -184,7 +200,7 @@ po::options_description watchdog_options() {
 }
 
 po::options_description fault_options() {
-  po::options_description group("Faults");
+  po::options_description group = option_group("Faults");
   // clang-format off
   group.add_options()
       ("fault", po::value<std::vector<std::string>>()->value_name("SPEC"),
@@ -194,7 +210,8 @@ po::options_description fault_options() {
 }
 
 po::options_description data_options() {
-  po::options_description group("Data (trainproof prepare-data, and train with data.dir)");
+  po::options_description group =
+      option_group("Data (trainproof prepare-data, and train with data.dir)");
   // clang-format off
   group.add_options()
       ("data.dir", po::value<std::string>()->default_value(""),
@@ -234,7 +251,7 @@ po::options_description data_options() {
 }
 
 po::options_description drill_options() {
-  po::options_description group("Drill (trainproof drill)");
+  po::options_description group = option_group("Drill (trainproof drill)");
   // clang-format off
   group.add_options()
       ("launcher", po::value<std::string>()->default_value(""),
@@ -257,7 +274,7 @@ po::options_description drill_options() {
 }
 
 po::options_description preflight_options() {
-  po::options_description group("Preflight (train and sweep)");
+  po::options_description group = option_group("Preflight (train and sweep)");
   // clang-format off
   group.add_options()
       ("preflight.topology", po::value<bool>()->default_value(true),
@@ -269,7 +286,7 @@ po::options_description preflight_options() {
 }
 
 po::options_description sweep_options() {
-  po::options_description group("Sweep (trainproof sweep; docs/sweep.md)");
+  po::options_description group = option_group("Sweep (trainproof sweep; docs/sweep.md)");
   // clang-format off
   group.add_options()
       ("sweep.mode", po::value<std::string>()->default_value("collectives"),
@@ -286,7 +303,8 @@ po::options_description sweep_options() {
        "each size is the previous one times this (> 1), and at least one element more; at most "
        "128 sizes from min_bytes to max_bytes")
       ("sweep.dtype", po::value<std::string>()->default_value("float32"),
-       "float32 or int32; bf16 and fp16 on comm.backend=nccl")
+       "float32 or int32; bfloat16 and float16 on comm.backend=nccl (also spelled fp32, float, "
+       "bf16, fp16, half)")
       ("sweep.iters", po::value<int64_t>()->default_value(20),
        "timed iterations per row (and again for the per-iteration p50/p99)")
       ("sweep.warmup", po::value<int64_t>()->default_value(5), "untimed iterations before each row")
@@ -311,7 +329,8 @@ po::options_description sweep_options() {
 }
 
 po::options_description test_options() {
-  po::options_description group("Testing hooks (for the test suite; never in a real run)");
+  po::options_description group =
+      option_group("Testing hooks (for the test suite; never in a real run)");
   // clang-format off
   group.add_options()
       ("test.perturb_state_rank", po::value<int>()->default_value(-1),
@@ -357,8 +376,8 @@ po::options_description test_options() {
 
 }  // namespace
 
-po::options_description option_registry() {
-  po::options_description all;
+po::options_description option_registry(bool with_test_hooks) {
+  po::options_description all(kHelpLineLength, kHelpDescriptionLength);
   all.add(general_options())
       .add(model_options())
       .add(train_options())
@@ -373,8 +392,8 @@ po::options_description option_registry() {
       .add(sweep_options())
       .add(accept_options())
       .add(gate_options())
-      .add(cost_options())
-      .add(test_options());
+      .add(cost_options());
+  if (with_test_hooks) all.add(test_options());
   return all;
 }
 
@@ -392,7 +411,7 @@ std::string fault_grammar() {
          "                                (watchdog.timeout_s)\n"
          "  stop:rank=R,step=S[,phase=P]  rank R SIGSTOPs itself there, every thread\n"
          "                                frozen; the watchdog must name it alone\n"
-         "  corrupt:shard=R,mode=MODE     trainproof drill damages the newest committed\n"
+         "  corrupt:rank=R,mode=MODE      trainproof drill damages the newest committed\n"
          "                                checkpoint before a relaunch restores it;\n"
          "                                either field may be left out, not both\n"
          "  random:seed=N                 one kill at a rank, step and phase drawn from\n"
@@ -415,7 +434,7 @@ std::string fault_grammar() {
          "  --fault kill:rank=0,step=8,phase=ckpt-commit\n"
          "  --fault hang:rank=1,step=5,phase=comm\n"
          "  --fault stop:rank=2,step=5,phase=comm\n"
-         "  --fault corrupt:shard=1,mode=truncate\n"
+         "  --fault corrupt:rank=1,mode=truncate\n"
          "  --fault random:seed=3\n";
 }
 }  // namespace tp

@@ -1,5 +1,7 @@
 #include "app/cli/gate_options.h"
 
+#include "app/cli/cli_options.h"
+
 #include <cstdint>
 #include <string>
 
@@ -8,7 +10,8 @@ namespace tp {
 namespace po = boost::program_options;
 
 po::options_description accept_options() {
-  po::options_description group("Acceptance (trainproof accept; docs/acceptance.md)");
+  po::options_description group =
+      option_group("Acceptance (trainproof accept; docs/acceptance.md)");
   // clang-format off
   group.add_options()
       ("accept.stages", po::value<std::string>()->default_value("all"),
@@ -35,7 +38,7 @@ po::options_description accept_options() {
 }
 
 po::options_description gate_options() {
-  po::options_description group(
+  po::options_description group = option_group(
       "Gate (accept; a threshold of 0 is not checked; docs/acceptance.md, \"Checks\")");
   // clang-format off
   group.add_options()
@@ -103,8 +106,8 @@ po::options_description gate_options() {
 }
 
 po::options_description cost_options() {
-  po::options_description group(
-      "Cost (docs/acceptance.md, \"Cost\"; 0: not priced; each rate at most 1e6)");
+  po::options_description group =
+      option_group("Cost (docs/acceptance.md, \"Cost\"; 0: not priced; each rate at most 1e6)");
   // clang-format off
   group.add_options()
       ("cost.node_hour", po::value<double>()->default_value(0.0),

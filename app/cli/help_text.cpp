@@ -1,10 +1,15 @@
 // `trainproof --help` and `trainproof SUBCOMMAND --help`: what each subcommand does, how it is
 // launched, every option with its default, and the fault grammar.
+#include <algorithm>
+#include <cstdlib>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_options.h"
+#include "common/number_text.h"
 
 namespace tp {
 namespace {
@@ -34,7 +39,8 @@ std::string general_usage() {
          "           or list the nodes to act on: trainproof report nodes FILE [--format F]\n\n"
          "Launch accept, train, sweep and prepare-data with mpirun or srun, one rank per\n"
          "device or core set. Every option can also be set in a scenario file: [train]\n"
-         "steps = 100 is --train.steps=100.\n"
+         "steps = 100 is --train.steps=100. Byte counts (every *_bytes option) take binary\n"
+         "suffixes: 64M is 67108864, 1K (or 1KiB) is 1024.\n"
          "Exit codes: 0 PASS, WARN or NONE (nothing ran: training was already complete),\n"
          "1 FAIL (correctness or performance), 2 bad usage or input (nothing ran),\n"
          "3 the run could not complete, 4 preempted (checkpoint committed; --resume auto).\n";
@@ -112,11 +118,58 @@ std::string usage_of(const std::string& subcommand) {
   return out.str();
 }
 
+// Boost prints a default as its type streams it: 0.9 as 0.90000000000000002, a bool as 0 or 1.
+// Each number in "(=...)" is printed as the shortest text that reads back to it, and each bool
+// option's default as true or false.
+std::string readable_defaults(const std::string& help) {
+  std::set<std::string> bools;
+  const po::options_description registry = option_registry();  // options() refers into it
+  for (const auto& option : registry.options())
+    if (dynamic_cast<const po::typed_value<bool>*>(option->semantic().get()))
+      bools.insert("--" + option->long_name());
+  static const std::regex number(R"(\(=(-?[0-9][0-9.eE+-]*)\))");
+  std::istringstream lines(help);
+  std::string out, line, option;
+  while (std::getline(lines, line)) {
+    // A line that names an option starts "  --NAME"; its description may run on below it.
+    if (line.rfind("  --", 0) == 0) option = line.substr(2, line.find_first_of(" [", 2) - 2);
+    std::string fixed;
+    auto at = line.cbegin();
+    for (std::sregex_iterator m(line.begin(), line.end(), number), end; m != end; ++m) {
+      fixed.append(at, (*m)[0].first);
+      const std::string text = (*m)[1].str();
+      std::string shown = exact_number(std::strtod(text.c_str(), nullptr));
+      if (bools.count(option) && (text == "0" || text == "1"))
+        shown = text == "1" ? "true" : "false";
+      fixed += "(=" + shown + ")";
+      at = (*m)[0].second;
+    }
+    fixed.append(at, line.cend());
+    // "true" is longer than "1", "0.9" shorter than Boost's 17 digits: the padding before the
+    // description takes up the difference, so the columns and the width stay as Boost laid
+    // them out.
+    const size_t gap = fixed.find("  ", 2);
+    if (gap != std::string::npos && fixed.size() > line.size()) {
+      const size_t run = fixed.find_first_not_of(' ', gap) - gap;
+      fixed.erase(gap, std::min(fixed.size() - line.size(), run - 1));
+    } else if (gap != std::string::npos && fixed.size() < line.size()) {
+      fixed.insert(gap, line.size() - fixed.size(), ' ');
+    }
+    out += fixed + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string help_text(const std::string& subcommand) {
+std::string help_text(const std::string& subcommand, bool with_test_hooks) {
+  std::ostringstream options;
+  options << option_registry(with_test_hooks);
   std::ostringstream out;
-  out << usage_of(subcommand) << '\n' << option_registry() << '\n' << fault_grammar();
+  out << usage_of(subcommand) << '\n' << readable_defaults(options.str());
+  if (!with_test_hooks)
+    out << "\nThe test suite's hooks (test.*) are left out: trainproof --help-all lists them.\n";
+  out << '\n' << fault_grammar();
   return out.str();
 }
 

@@ -305,7 +305,13 @@ void add_threshold_checks(json& report, const GateConfig& config, const std::str
     if (!t.advisory) given.thresholds.push_back(t);
   if (given.thresholds.empty()) return;
   json& checks = report["gate"]["checks"];
-  for (json& check : judge_thresholds(given, report, {{stage, 1}})) checks.push_back(check);
+  for (json& check : judge_thresholds(given, report, {{stage, 1}})) {
+    // A threshold someone set replaces the stage's own check of that name (train's
+    // min_straggler_score at its default 0.8): one check per name.
+    for (auto it = checks.begin(); it != checks.end();)
+      it = (*it)["name"] == check["name"] ? checks.erase(it) : it + 1;
+    checks.push_back(check);
+  }
   report["gate"]["thresholds"] = thresholds_json(given);
   report["verdict"] = verdict_of_checks(checks);
 }

@@ -263,6 +263,18 @@ json checkpoint_filesystem(const std::optional<CheckpointFolderFacts>& folder) {
           {"node_local", node_local_filesystem(folder->filesystem)}};
 }
 
+// A run with a test hook measures the hook as much as the hardware (test.split_hosts makes one
+// machine read as several hosts): it says so, in the report and its summary.
+std::string test_hooks_warning(const boost::program_options::variables_map& options) {
+  std::string hooks;
+  for (const auto& [name, value] : options)
+    if (name.rfind("test.", 0) == 0 && !value.defaulted())
+      hooks += (hooks.empty() ? "--" : ", --") + name;
+  if (hooks.empty()) return "";
+  return "test hooks active (" + hooks +
+         "): this run is the test suite's, not a measurement of the hardware as it stands";
+}
+
 std::vector<std::string> context_warnings(const ContextInputs& in, int busiest) {
   // CPU oversubscription matters only where the CPU computes.
   const int cpu_busiest = in.backends.gpu ? 1 : busiest;
@@ -275,6 +287,8 @@ std::vector<std::string> context_warnings(const ContextInputs& in, int busiest) 
     const auto folder = checkpoint_folder_warnings(*in.folder, int(in.world.hosts.size()));
     warnings.insert(warnings.end(), folder.begin(), folder.end());
   }
+  if (const std::string hooks = test_hooks_warning(in.invocation.options); !hooks.empty())
+    warnings.push_back(hooks);
   if (in.backends.gpu && in.backends.gpu_sharers > 1)
     warnings.push_back(std::to_string(in.backends.gpu_sharers) +
                        " ranks share one GPU: they time-slice it, so compute figures are not a "

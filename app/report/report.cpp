@@ -1,5 +1,6 @@
 #include "app/report/report.h"
 
+#include "common/dtype_names.h"
 #include "common/number_text.h"
 
 #include <algorithm>
@@ -229,7 +230,7 @@ json model_json(const TrainConfig& cfg) {
           {"batch_set_by", cfg.batch_per_rank > 0 ? "model.batch_per_rank" : "model.batch"},
           {"batch_per_rank", cfg.batch_per_rank > 0 ? json(cfg.batch_per_rank) : json(nullptr)},
           {"parameters", cfg.model.parameters()},
-          {"dtype", cfg.dtype},
+          {"dtype", dtype_name(cfg.dtype)},
           {"flops_per_step", cfg.model.flops_per_step()}};
 }
 
@@ -342,12 +343,12 @@ json collective_correctness_check(const CollectiveCheck& cc) {
 
 json straggler_check(const RankFigures& f, const std::vector<int>& stragglers) {
   if (f.scores.size() < kStragglerPeers)
-    return gate_check("straggler_score", nullptr, kStragglerThreshold, "n/a",
+    return gate_check("min_straggler_score", nullptr, kStragglerThreshold, "n/a",
                       std::to_string(f.scores.size()) +
                           " rank(s): a straggler needs at least 3 ranks to compare against (with "
                           "2, the median is their mean, and one noisy rank would be named)");
   const double worst = f.scores.empty() ? 1.0 : *std::min_element(f.scores.begin(), f.scores.end());
-  return gate_check("straggler_score", worst, kStragglerThreshold,
+  return gate_check("min_straggler_score", worst, kStragglerThreshold,
                     stragglers.empty() ? "pass" : "warn",
                     stragglers.empty() ? "no rank computes more slowly than 1/0.8 of the median"
                                        : "stragglers: ranks " + join_ranks(stragglers));

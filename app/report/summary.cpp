@@ -30,6 +30,18 @@ std::string si(double value, const char* unit) {
   return suffix.empty() ? readable_number(value) : readable_number(value) + " " + suffix;
 }
 
+// A buffer's size in the binary units its option is given in (comm.bucket_mb is MiB): 8 KiB,
+// 25 MiB.
+std::string binary_size(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  return readable_number(bytes) + " " + units[u];
+}
+
 double seconds_p50(const json& summary) {
   return summary.is_object() ? summary.at("p50").get<double>() : 0.0;
 }
@@ -146,7 +158,7 @@ std::string bucket_lines(const json& report) {
   std::string out = "\ncomm per bucket size (time on the last rank to start it, p50):\n";
   for (const json& size : train.at("buckets")) {
     out += printf_text(
-        "  %s x%d: %.3f ms, busbw %s GB/s", si(size.at("bytes").get<double>(), "B").c_str(),
+        "  %s x%d: %.3f ms, busbw %s GB/s", binary_size(size.at("bytes").get<double>()).c_str(),
         size.at("buckets").get<int>(), size.at("time_s").at("p50").get<double>() * 1e3,
         readable_number(size.at("busbw_gbps").get<double>()).c_str());
     for (const json& e : efficiency)
@@ -154,7 +166,7 @@ std::string bucket_lines(const json& report) {
         out += printf_text(", %s of the sweep's %s GB/s at %s",
                            readable_percent(e.at("efficiency").get<double>()).c_str(),
                            readable_number(e.at("sweep_busbw_gbps").get<double>()).c_str(),
-                           si(e.at("sweep_bytes").get<double>(), "B").c_str());
+                           binary_size(e.at("sweep_bytes").get<double>()).c_str());
     out += "\n";
   }
   return out;
@@ -219,8 +231,9 @@ std::string warning_lines(const json& warnings) {
 std::string check_lines(const json& checks) {
   std::string out = "\nchecks:\n";
   for (const json& c : checks) {
+    // PASS, WARN, FAIL as verdicts read; n/a as everywhere outside nccl-tests' table.
     std::string status = c.at("status").get<std::string>();
-    std::transform(status.begin(), status.end(), status.begin(), ::toupper);
+    if (status != "n/a") std::transform(status.begin(), status.end(), status.begin(), ::toupper);
     out += printf_text("  %-5s %-24s %s\n", status.c_str(), c.at("name").get<std::string>().c_str(),
                        c.at("reason").get<std::string>().c_str());
   }

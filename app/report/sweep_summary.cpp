@@ -4,6 +4,7 @@
 #include <map>
 
 #include "app/report/summary_parts.h"
+#include "common/dtype_names.h"
 #include "common/number_text.h"
 
 namespace tp {
@@ -13,10 +14,10 @@ using nlohmann::json;
 
 // nccl-tests' names for the element types, so a pasted table reads like its own.
 std::string nccl_tests_type(const std::string& dtype) {
-  if (dtype == "float32") return "float";
-  if (dtype == "bf16") return "bfloat16";
-  if (dtype == "fp16") return "half";
-  return dtype;
+  const std::string name = dtype_name(dtype);  // /2 reports wrote bf16 and fp16
+  if (name == "float32") return "float";
+  if (name == "float16") return "half";
+  return name.empty() ? dtype : name;
 }
 
 // Microseconds with as many decimals as fit 7 columns.
@@ -92,16 +93,16 @@ std::string group_lines(const json& sweep) {
   return out + "slowest group: " + sweep.at("slowest_group").get<std::string>() + "\n";
 }
 
-// MB/s, so a throttled link and a 400 Gb/s port both read at a glance.
+// GB/s, as every other bandwidth; three decimals keep a 12 MB/s path visible (0.012).
 std::string matrix_table(const json& hosts, const json& m, const std::string& title) {
-  std::string out = "\n" + title + ", MB/s (row sends to column):\n" + printf_text("  %-20s", "");
+  std::string out = "\n" + title + ", GB/s (row sends to column):\n" + printf_text("  %-20s", "");
   for (const json& h : hosts) out += printf_text(" %12.12s", h.get<std::string>().c_str());
   out += "\n";
   for (size_t i = 0; i < hosts.size(); ++i) {
     out += printf_text("  %-20.20s", hosts[i].get<std::string>().c_str());
     for (const json& cell : m[i])
-      out += cell.is_null() ? printf_text(" %12s", "-")
-                            : printf_text(" %12.1f", cell.get<double>() * 1e3);
+      out +=
+          cell.is_null() ? printf_text(" %12s", "-") : printf_text(" %12.3f", cell.get<double>());
     out += "\n";
   }
   return out;

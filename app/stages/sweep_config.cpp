@@ -1,6 +1,8 @@
 #include "app/stages/sweep_config.h"
 
 #include "app/cli/option_values.h"
+#include "common/dtype_names.h"
+#include "common/errors.h"
 #include "common/number_text.h"
 #include "fabric/sweep_data.h"
 #include "fabric/sweep_runner.h"
@@ -13,11 +15,15 @@ namespace po = boost::program_options;
 // Far beyond any fabric test, and small enough that two buffers of it fit a host's memory.
 constexpr int64_t kMaxSweepBytes = int64_t(16) << 30;
 
+// sweep.dtype in any common spelling (common/dtype_names.h).
 ElementType element_type_from(const po::variables_map& vm) {
-  const std::string name = one_of(vm, "sweep.dtype", {"float32", "int32", "bf16", "fp16"});
+  const std::string given = vm["sweep.dtype"].as<std::string>();
+  const std::string name = dtype_name(given);
   for (ElementType t : {ElementType::f32, ElementType::i32, ElementType::bf16, ElementType::f16})
-    if (sweep_type_name(t) == name) return t;
-  return ElementType::f32;
+    if (!name.empty() && sweep_type_name(t) == name) return t;
+  throw UsageError("sweep.dtype='" + given +
+                   "' is not one of: float32 (fp32, float), int32, bfloat16 (bf16), float16 (fp16, "
+                   "half)");
 }
 
 SweepPlan plan_from(const po::variables_map& vm) {

@@ -5,6 +5,7 @@
 
 #include "app/report/gate.h"
 #include "app/stages/sweep_pairwise_report.h"
+#include "common/dtype_names.h"
 #include "fabric/sweep_data.h"
 
 namespace tp {
@@ -16,7 +17,7 @@ constexpr uint64_t kLargeRowBytes = 1 << 20;  // nccl-tests' large-message regim
 
 ElementType type_named(const std::string& name) {
   for (ElementType t : {ElementType::f32, ElementType::i32, ElementType::bf16, ElementType::f16})
-    if (sweep_type_name(t) == name) return t;
+    if (sweep_type_name(t) == dtype_name(name)) return t;
   throw std::invalid_argument("unknown element type '" + name + "'");
 }
 

@@ -30,7 +30,8 @@ class Run:
 # it can be (a figure against another measurement, not a share of a whole).
 E_NOTATION = re.compile(r"(?<![\w.])\d+(\.\d+)?e[+-]?\d+(?![\w.])")
 PERCENT = re.compile(r"(\d+(\.\d+)?)%")
-ABOVE_100_EXPLAINED = ("of the sweep's", "of golden", "of the control")
+ABOVE_100_EXPLAINED = ("of the sweep's", "of golden", "of the control", "of the GEMM-alone rate",
+                       "not 100%")
 
 
 def unreadable_numbers(text):

@@ -77,6 +77,11 @@ class RailsOnPretendNodes(unittest.TestCase):
         self.assertEqual(promtool.returncode, 0, promtool)
         self.assertIn(f'trainproof_node_flagged{{host="{slow_host}"}} 1\n', exposition)
         self.assertIn('trainproof_verdict{verdict="FAIL"} 1\n', exposition)
+        # Pretend nodes and a paced rank: the report and its summary say the run is a test's.
+        hooks = [w for w in run.report["context"]["warnings"] if w.startswith("test hooks active")]
+        self.assertEqual(len(hooks), 1, run.report["context"]["warnings"])
+        self.assertIn("--test.split_hosts", hooks[0])
+        self.assertIn(hooks[0], run.stdout)
 
     def assert_node_actions(self, run, slow_host, where):
         """`report nodes` names the flagged node, and only it, in every format."""

@@ -93,7 +93,7 @@ class CheckedBeforeTheFirstStage(unittest.TestCase):
         self.assert_refused("model.dtype=bf16", "--model.dtype=bf16", "--compute.backend=cpu")
 
     def test_a_16_bit_sweep_over_mpi(self):
-        self.assert_refused("sweep.dtype=bf16 with comm.backend=mpi", "--sweep.dtype=bf16",
+        self.assert_refused("sweep.dtype=bfloat16 with comm.backend=mpi", "--sweep.dtype=bf16",
                             "--comm.backend=mpi")
 
 

@@ -26,7 +26,7 @@ class Straggler(unittest.TestCase):
         for host, node in nodes.items():
             self.assertEqual(node["flagged"], host == slow_host, node)
         self.assertTrue(any("rank 1" in reason for reason in nodes[slow_host]["reasons"]))
-        self.assertEqual(check_by_name(report, "straggler_score")["status"], "warn")
+        self.assertEqual(check_by_name(report, "min_straggler_score")["status"], "warn")
         self.assertIn("FLAGGED", run.stdout)
         # The delay is in compute, where the fault puts it, not in data or optimizer.
         self.assertGreater(report["ranks"][1]["p50"]["compute"], 0.019)

@@ -122,7 +122,7 @@ class Refusals(unittest.TestCase):
     def test_sixteen_bit_floats_over_mpi_are_a_usage_error(self):
         run = sweep(2, "--sweep.dtype=bf16", "--comm.backend=mpi")
         self.assertEqual(run.returncode, 2, run)
-        self.assertIn("sweep.dtype=bf16", run.stderr)
+        self.assertIn("sweep.dtype=bfloat16", run.stderr)
 
     def test_nccl_without_a_gpu_is_an_environment_error_in_one_line(self):
         run = sweep(2, "--comm.backend=nccl")

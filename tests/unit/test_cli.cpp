@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/cli/cli.h"
+#include "app/cli/cli_options.h"
 #include "common/errors.h"
 #include "train/faults.h"
 
@@ -126,6 +127,56 @@ TEST(Cli, HelpListsEveryOptionWithDefault) {
         "--report", "slow:rank"})
     EXPECT_NE(help.find(option), std::string::npos) << option;
   EXPECT_NE(help.find("(=50)"), std::string::npos);
+}
+
+// Defaults as a person reads them, every option name whole, and the test hooks only under
+// --help-all.
+TEST(Cli, HelpShowsReadableDefaultsWholeNamesAndHidesTheTestHooks) {
+  const std::string help = tp::help_text("accept");
+  EXPECT_EQ(help.find("0000000"), std::string::npos) << "a double printed to 17 digits";
+  EXPECT_NE(help.find("--tolerance arg (=0.9)"), std::string::npos);
+  EXPECT_NE(help.find("--comm.overlap arg (=true)"), std::string::npos);
+  EXPECT_NE(help.find("--checkpoint.async arg (=false)"), std::string::npos);
+  const auto registry = tp::option_registry(false);  // options() refers into it
+  for (const auto& option : registry.options())
+    EXPECT_NE(help.find("--" + option->long_name()), std::string::npos)
+        << option->long_name() << " is cut or missing";
+  EXPECT_EQ(help.find("--test."), std::string::npos);
+  EXPECT_NE(help.find("trainproof --help-all lists them"), std::string::npos);
+  const std::string all = tp::help_text("accept", true);
+  EXPECT_NE(all.find("--test.split_hosts arg (=0)"), std::string::npos);
+  const char* argv[] = {"trainproof", "train", "--help-all"};
+  const tp::Invocation inv = tp::parse_invocation(3, argv);
+  EXPECT_TRUE(inv.help);
+  EXPECT_TRUE(inv.help_all);
+}
+
+// Every common spelling of a type, one name in the report, one scenario hash.
+TEST(Cli, ElementTypesTakeEverySpellingAndHashAsOne) {
+  const auto config = [](const char* dtype) {
+    const std::string option = std::string("--model.dtype=") + dtype;
+    const char* argv[] = {"trainproof", "train", option.c_str()};
+    return tp::train_config_from(tp::parse_invocation(3, argv).options);
+  };
+  EXPECT_EQ(config("float32").dtype, "fp32");
+  EXPECT_EQ(config("FP32").dtype, "fp32");
+  EXPECT_EQ(config("bfloat16").dtype, "bf16");
+  EXPECT_EQ(config("half").dtype, "fp16");
+  EXPECT_EQ(tp::scenario_hash(config("float")), tp::scenario_hash(config("fp32")));
+  expect_usage_error({"train", "--model.dtype=fp8"}, "model.dtype='fp8' is not one of");
+}
+
+// Byte counts as nccl-tests' users type them, in every *_bytes option, binary.
+TEST(Cli, ByteOptionsTakeBinarySuffixes) {
+  const char* argv[] = {
+      "trainproof",         "sweep", "--sweep.max_bytes=64M", "--sweep.min_bytes=1KiB",
+      "--sweep.pair_bytes", "2G"};
+  const tp::Invocation inv = tp::parse_invocation(int(std::size(argv)), argv);
+  EXPECT_EQ(inv.options["sweep.max_bytes"].as<int64_t>(), int64_t(64) << 20);
+  EXPECT_EQ(inv.options["sweep.min_bytes"].as<int64_t>(), 1024);
+  EXPECT_EQ(inv.options["sweep.pair_bytes"].as<int64_t>(), int64_t(2) << 30);
+  expect_usage_error({"sweep", "--sweep.max_bytes=64X"}, "sweep.max_bytes");
+  expect_usage_error({"sweep", "--sweep.max_bytes=99999999999999T"}, "too large");
 }
 
 // Every data.* size has an upper bound, named in the error and in --help.

@@ -58,10 +58,12 @@ TEST(Faults, ParsesKillHangCorruptAndRandom) {
   EXPECT_EQ(tp::parse_fault("kill:rank=0,step=3").phase, "compute");
   const auto hang = tp::parse_fault("hang:rank=1,step=20");
   EXPECT_EQ(hang.kind, tp::FaultSpec::Kind::hang);
-  const auto corrupt = tp::parse_fault("corrupt:shard=1,mode=truncate");
+  const auto corrupt = tp::parse_fault("corrupt:rank=1,mode=truncate");
   EXPECT_EQ(corrupt.kind, tp::FaultSpec::Kind::corrupt);
   EXPECT_EQ(corrupt.rank, 1);
   EXPECT_EQ(corrupt.mode, "truncate");
+  // rank=R as every other fault; shard=R, its first name, still reads.
+  EXPECT_EQ(tp::parse_fault("corrupt:shard=2").rank, 2);
   EXPECT_EQ(tp::parse_fault("random:seed=7").seed, 7u);
   for (const char* bad : {"kill:rank=1", "kill:step=3", "kill:rank=1,step=3,phase=lunch",
                           "hang:rank=1,step=3,phase=ckpt-write", "corrupt:mode=shred",

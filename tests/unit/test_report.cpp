@@ -375,8 +375,8 @@ TEST(Report, SummaryHoldsEachBucketSizeAgainstTheSweepInTheSameReport) {
                                                {"not_run", ""},
                                                {"busbw_gbps", 4 * bucket_busbw}}})}};
   const std::string text = tp::render_summary(report);
-  EXPECT_NE(text.find("12.3 kB x1: 1.450 ms, busbw 0.0127 GB/s, 25% of the sweep's 0.0508 GB/s "
-                      "at 16.4 kB"),
+  EXPECT_NE(text.find("12 KiB x1: 1.450 ms, busbw 0.0127 GB/s, 25% of the sweep's 0.0508 GB/s "
+                      "at 16 KiB"),
             std::string::npos)
       << text;
 }
