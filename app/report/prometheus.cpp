@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <map>
 #include <vector>
 
 #include "app/report/gate.h"
