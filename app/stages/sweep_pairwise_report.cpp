@@ -146,6 +146,9 @@ json confirmation_json(const PairwiseRail& rail, const PairConfirmation& c) {
       {"spread", c.spread},
       {"control_spread", c.control_spread},
       {"noise", c.noise},
+      // The second trial's two medians (docs/sweep.md); null when it was not measured twice.
+      {"again_gbps", c.again_gbps < 0 ? json(nullptr) : json(c.again_gbps)},
+      {"again_control_gbps", c.again_control_gbps < 0 ? json(nullptr) : json(c.again_control_gbps)},
       {"outcome", c.kind == "pair" ? "judged by gate.min_pair_gbps" : confirmed_name(c.outcome)}};
 }
 
