@@ -25,6 +25,7 @@
 #include "app/report/report_text.h"
 #include "app/report/summary.h"
 #include "app/report/summary_parts.h"
+#include "app/report/viz_launcher.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/number_text.h"
@@ -54,7 +55,37 @@ int run_compare(const Invocation& inv) {
                      report_kind(golden) + " report and '" + inv.positional[2] + "' a " +
                      report_kind(fresh) + " report, with no metric that both hold");
   std::cout << render_comparison(comparison);
+  const std::string html = inv.options["html"].as<std::string>();
+  if (!html.empty()) {
+    check_output_file("--html", html);
+    const int drawn = run_viz_script({"compare-html", inv.positional[1], inv.positional[2], "--out",
+                                      html, "--trainproof", executable_path()});
+    if (drawn != 0) return drawn;
+  }
   return exit_code_for(comparison["verdict"]);
+}
+
+// `report plot REPORT` and `report html REPORT`: the report is checked here, the drawing is the
+// plot script's (app/report/viz_launcher.h).
+int run_pictures(const Invocation& inv) {
+  const std::string& what = inv.positional.front();
+  if (inv.positional.size() != 2)
+    throw UsageError("report " + what + " needs one REPORT file, got " +
+                     std::to_string(inv.positional.size() - 1));
+  const std::string& file = inv.positional[1];
+  load_report(file);
+  std::vector<std::string> args{what, file};
+  const std::string trace = inv.options["trace"].as<std::string>();
+  if (!trace.empty() && trace != "none") args.insert(args.end(), {"--trace", trace});
+  if (what == "html") {
+    const std::string html = inv.options["html"].as<std::string>();
+    if (!html.empty()) {
+      check_output_file("--html", html);
+      args.insert(args.end(), {"--out", html});
+    }
+    args.insert(args.end(), {"--trainproof", executable_path()});
+  }
+  return run_viz_script(args);
 }
 
 // With --run_id, every report joined must name that run: a report left in the folder by an
@@ -139,6 +170,9 @@ int run_report(const Invocation& inv) {
   if (!inv.positional.empty() && inv.positional.front() == "compare") return run_compare(inv);
   if (!inv.positional.empty() && inv.positional.front() == "merge") return run_merge(inv);
   if (!inv.positional.empty() && inv.positional.front() == "nodes") return run_nodes(inv);
+  if (!inv.positional.empty() &&
+      (inv.positional.front() == "plot" || inv.positional.front() == "html"))
+    return run_pictures(inv);
   if (!inv.positional.empty() &&
       (inv.positional.front() == "junit" || inv.positional.front() == "metrics"))
     return run_export(inv);

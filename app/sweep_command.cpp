@@ -38,7 +38,7 @@ int report_sweep(const Invocation& inv, const SweepConfig& cfg, json report, con
     write_side_outputs(report, outputs);
     std::cout << render_sweep_summary(report, cfg.split != "none")
               << "report: " << std::filesystem::absolute(path).string() << '\n'
-              << node_action_lines(report, path) << std::flush;
+              << trace_line(report) << node_action_lines(report, path) << std::flush;
     exit_code = exit_code_under(report["verdict"], outputs);
   }
   mpiCheck(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.comm));
@@ -64,11 +64,13 @@ int run_sweep_command(const Invocation& inv) {
   set_test_linger(command, inv.options);
   return run_mpi_command(command, [&](World& world) {
     agree_outputs_writable(inv.options, world);
-    json report = sweep_stage(inv, cfg, train, world);
+    RunTrace trace;
+    json report = sweep_stage(inv, cfg, train, world, trace);
     if (world.rank == 0) {
       add_threshold_checks(report, gate, stage);
       judge_against_baseline(report, baseline);
     }
+    write_run_trace(inv, world, report, trace, "sweep");
     return report_sweep(inv, cfg, std::move(report), world);
   });
 }

@@ -72,9 +72,11 @@ double timed_mean_seconds(const SweepGroup& group, const CollectiveCall& call, i
 }
 
 // Each iteration waited for and timed alone; an iteration takes as long as its slowest rank.
+// `mine` receives this rank's own times.
 std::vector<double> per_iteration_seconds(const SweepGroup& group, const CollectiveCall& call,
-                                          int iters) {
-  std::vector<double> mine(static_cast<size_t>(iters)), slowest(mine.size());
+                                          int iters, std::vector<double>& mine) {
+  mine.assign(static_cast<size_t>(iters), 0.0);
+  std::vector<double> slowest(mine.size());
   mpiCheck(MPI_Barrier(group.comm));
   for (double& t : mine) {
     const double started = steady_seconds();
@@ -123,7 +125,9 @@ SweepRow run_row(const SweepGroup& group, const RowData& row, void* send, void* 
   for (int i = 0; i < plan.warmup; ++i) c.run(call);
   c.synchronize();
   const double mean_s = timed_mean_seconds(group, call, plan.iters);
-  const std::vector<double> each = per_iteration_seconds(group, call, plan.iters);
+  const std::vector<double> each =
+      per_iteration_seconds(group, call, plan.iters, out.rank_iteration_s);
+  out.iteration_s = each;
   out.mean_us = mean_s * 1e6;
   out.p50_us = percentile(each, 50) * 1e6;
   out.p99_us = percentile(each, 99) * 1e6;

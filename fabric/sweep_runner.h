@@ -33,7 +33,9 @@ struct SweepRow {
   int root = -1;        // broadcast's root, else -1
   std::string not_run;  // why the backend cannot run this row ("" when it ran)
   double mean_us = 0;   // each rank's mean over back-to-back iterations, averaged over ranks
-  double p50_us = 0, p99_us = 0;  // per iteration, the slowest rank's time
+  double p50_us = 0, p99_us = 0;         // per iteration, the slowest rank's time
+  std::vector<double> iteration_s;       // each timed iteration: its slowest rank's time
+  std::vector<double> rank_iteration_s;  // each timed iteration: this rank's time
   double algbw_gbps = 0, busbw_gbps = 0;
   uint64_t wrong = 0;         // wrong elements over every rank of the group
   int first_wrong_rank = -1;  // world rank of the lowest group rank with a wrong element

@@ -130,6 +130,10 @@ cp -L "$build_dir/trainproof" "$bundle/bin/trainproof"
 cp -L "$build_dir/tests/unit_tests" "$bundle/bin/unit_tests"
 record build "$bundle/bin/trainproof" "$build_dir/trainproof"
 record build "$bundle/bin/unit_tests" "$build_dir/tests/unit_tests"
+# `trainproof report plot|html` runs the plot script from beside the executable.
+mkdir -p "$bundle/bin/viz"
+cp "$build_dir"/viz/*.py "$bundle/bin/viz/"
+record build "$bundle/bin/viz" "$build_dir/viz"
 gpu_parts=()
 # trainproof dlopens the GPU library from its own folder, so the library sits next to it in bin/.
 if [ -f "$build_dir/libtrainproof_gpu.so" ]; then

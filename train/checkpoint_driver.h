@@ -62,6 +62,8 @@ class CheckpointDriver {
   // The checkpoints this run committed, with training's stall for each (rank 0's figures).
   const std::vector<CheckpointSave>& saves() const { return saves_; }
   double final_wait_s() const { return final_wait_s_; }
+  // This rank's wait for each checkpoint it took: step, seconds.
+  const std::vector<std::pair<int64_t, double>>& stalls() const { return stalls_; }
   const std::optional<Preemption>& preempted() const { return preempted_; }
 
  private:

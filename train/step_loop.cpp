@@ -51,6 +51,9 @@ TrainResult StepLoop::run(int64_t first_step, CheckpointHook checkpoint, StopHoo
     if (s - first_step >= config_.warmup_steps) {
       result.measured.push_back(timing);
       result.bucket_seconds.push_back(last_bucket_seconds_);
+      result.measured_steps.push_back(s);
+      result.step_start.push_back(last_step_start_);
+      result.bucket_intervals.push_back(last_bucket_intervals_);
     }
     if (rank_ == 0 && (s % log_every == 0 || s == config_.steps))
       spdlog::info(
@@ -76,6 +79,7 @@ void StepLoop::enter(int64_t step, Phase phase) {
 StepTiming StepLoop::step(int64_t s, const CheckpointHook& checkpoint) {
   auto clock = backend_.make_phase_clock();
   StepTiming t;
+  last_step_start_ = clock_.now();
   clock->mark(Mark::step_begin);
 
   enter(s, Phase::data);
@@ -141,7 +145,15 @@ void StepLoop::take_comm_timing(StepTiming& t) {
   // The device's view, where there is one, leaves out the host's polling.
   if (comm.exposed) t.comm_exposed = *comm.exposed;
   last_bucket_seconds_.clear();
-  for (const BucketTime& b : comm.buckets) last_bucket_seconds_.push_back(b.end - b.start);
+  last_bucket_intervals_.clear();
+  if (comm.buckets.empty()) return;
+  // The backends time buckets on clocks of their own (the host's, or CUDA events on the NCCL
+  // stream): the trace places the first bucket's start at the arrival, the others after it.
+  const double origin = comm.buckets.front().start, arrival = t.arrival - last_step_start_;
+  for (const BucketTime& b : comm.buckets) {
+    last_bucket_seconds_.push_back(b.end - b.start);
+    last_bucket_intervals_.push_back({arrival + b.start - origin, arrival + b.end - origin});
+  }
 }
 
 }  // namespace tp

@@ -37,6 +37,11 @@ struct TrainResult {
   // [measured step][bucket]: each bucket's reduction time on this rank (start to end; it
   // includes waiting for the peers that started it later)
   std::vector<std::vector<double>> bucket_seconds;
+  // For the trace (docs/report.md, "The trace"), per measured step: its number, its start on the
+  // clock aligned to rank 0, and each bucket's reduction from the step's start.
+  std::vector<int64_t> measured_steps;
+  std::vector<double> step_start;
+  std::vector<std::vector<BucketTime>> bucket_intervals;
   int64_t steps_run = 0;  // steps this process computed
   int64_t last_step = 0;  // the state held at the end is step-last_step
   Digest128 digest;
@@ -74,7 +79,9 @@ class StepLoop {
   const AlignedClock& clock_;
   std::vector<Bucket> buckets_;
   Batch batch_;
-  std::vector<double> last_bucket_seconds_;  // the last step's, by bucket
+  std::vector<double> last_bucket_seconds_;        // the last step's, by bucket
+  double last_step_start_ = 0;                     // the last step's, on the aligned clock
+  std::vector<BucketTime> last_bucket_intervals_;  // the last step's, from its start
 };
 
 }  // namespace tp

@@ -56,6 +56,7 @@ struct AcceptRun {
   JobClock job = JobClock::since_process_start();
   std::optional<std::chrono::steady_clock::time_point> budget_end;  // accept.time_budget_s
   std::string deadline_of;  // the stage whose own deadline is the one armed now, or ""
+  RunTrace trace;           // this rank's samples of every stage (docs/report.md, "The trace")
 };
 
 // A stop as the report records it: a budget stop names the stage deadline that was armed.
@@ -118,7 +119,9 @@ StageAttempt run_sweep(const AcceptInputs& in, const World& world, AcceptRun& ru
     return {"pairwise", 1, json::object(),
             json::array({gate_check("pairwise", nullptr, nullptr, "n/a",
                                     "the job spans one node: there is no pair of nodes")})};
-  const json report = sweep_stage(in.inv, cfg, train, world);
+  RunTrace trace;
+  const json report = sweep_stage(in.inv, cfg, train, world, trace);
+  take_parts(run.trace, std::move(trace));
   run.job.mark(mode == "pairwise" ? "pairwise" : "sweep");
   if (world.rank != 0) return {mode == "pairwise" ? "pairwise" : "sweep", 1, {}, {}};
   if (run.context.is_null()) run.context = report["context"];
@@ -131,6 +134,7 @@ StageAttempt run_train(const AcceptInputs& in, const World& world, AcceptRun& ru
   TrainConfig cfg = in.train;
   cfg.preflight_topology = cfg.preflight_topology && !in.accept.runs("preflight");
   run.trained = train_stage(in.inv, cfg, world, run.job);
+  take_parts(run.trace, std::move(run.trained->trace));
   if (run.trained->preempted) run.stop = stop_of(stop_agreed(), "train", true, run);
   if (world.rank != 0) return {"train", 1, {}, {}};
   const json& report = run.trained->report;
@@ -295,6 +299,7 @@ int accept_on_world(AcceptInputs in, const World& world) {
         accept_report(in.accept, run.attempts, job_sections, context_of(run, in),
                       in.baseline.golden, incomplete_reason(in.accept, run.attempts, run.stop));
   }
+  write_run_trace(in.inv, world, report, run.trace, "accept");
   const bool signalled = run.stop.stop != 0 && run.stop.stop != kStopBudget;
   const int code = publish_report(in.inv, report, world, signalled);
   if (world.rank == 0) {

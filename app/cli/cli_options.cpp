@@ -45,6 +45,11 @@ po::options_description general_options() {
       ("metrics", po::value<std::string>()->default_value("")->value_name("FILE"),
        "train, sweep, accept, drill, report merge: also write the verdict, the checks and the "
        "main figures to FILE in Prometheus' text format, for node_exporter's textfile collector")
+      ("trace", po::value<std::string>()->default_value("")->value_name("FILE"),
+       "train, sweep, accept, drill: the HDF5 trace of every rank's samples (each step's "
+       "phases and buckets, each checkpoint, each sweep iteration, the drill's events; "
+       "docs/report.md, \"The trace\"); default: the report's path with .trace.h5 for .json; "
+       "none writes no trace")
       ("strict", po::value<bool>()->default_value(false)->implicit_value(true),
        "train, sweep, accept, drill, report merge: a WARN verdict exits 1 (the verdict stays "
        "WARN; the report records context.strict)")
@@ -53,6 +58,9 @@ po::options_description general_options() {
       ("tolerance", po::value<double>()->default_value(0.9),
        "report compare: a metric fails when the new report keeps less than this share of the "
        "golden one, in the metric's better direction; in (0, 1]")
+      ("html", po::value<std::string>()->default_value("")->value_name("FILE"),
+       "report html: where to write the page (default: the report's path with .html for "
+       ".json); report compare: also write both reports side by side as one HTML page to FILE")
       ("format", po::value<std::string>()->default_value("list")->value_name("FORMAT"),
        "report nodes: list (each flagged node and its reasons), hostlist (Slurm's compressed "
        "list, for srun --exclude), drain (scontrol update ... State=DRAIN lines, printed, never "

@@ -97,6 +97,8 @@ std::string usage_of(const std::string& subcommand) {
            "       trainproof report merge ACCEPT DRILL [MORE...] --report OUT\n"
            "       trainproof report nodes FILE [--format list|hostlist|drain|json]\n"
            "       trainproof report junit FILE OUT | trainproof report metrics FILE OUT\n"
+           "       trainproof report plot FILE [--trace TRACE]\n"
+           "       trainproof report html FILE [--html OUT] [--trace TRACE]\n"
            "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
            "FAIL).\n"
            "compare prints each metric of NEW against GOLDEN (golden, new, ratio, which way is\n"
@@ -113,6 +115,13 @@ std::string usage_of(const std::string& subcommand) {
            "as JSON; exit 0 (see docs/report.md, \"Node actions\").\n"
            "junit and metrics write OUT as --junit and --metrics would have (JUnit XML; the\n"
            "Prometheus text format for node_exporter's textfile collector).\n"
+           "plot writes PNGs beside FILE (FILE's name with .phases.png, .busbw.png, ...), each "
+           "for\n"
+           "a stage that ran, from the report and its trace (FILE with .trace.h5 for .json); it\n"
+           "needs python3-matplotlib and python3-h5py (exit 2 naming them when missing). html\n"
+           "writes one self-contained page (verdict and checks, timeline, summary, plots,\n"
+           "context, scenario) to FILE with .html for .json; compare --html OUT writes two\n"
+           "reports side by side. See docs/report.md, \"Pictures\".\n"
            "All options are accepted, so a whole scenario file can be passed.\n";
   }
   return out.str();

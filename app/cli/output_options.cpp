@@ -2,6 +2,7 @@
 
 #include "common/errors.h"
 #include "common/files.h"
+#include "trace/trace_file.h"
 
 namespace tp {
 
@@ -22,6 +23,15 @@ SideOutputs side_outputs_from(const boost::program_options::variables_map& optio
     if (path == report)
       throw UsageError(std::string(option) + " '" + path + "' is the --report file");
     check_output_file(option, path);
+  }
+  const std::string trace = trace_path_for(text("trace"), report);
+  if (!trace.empty()) {
+    for (const auto& [option, path] :
+         {std::pair{"--report", report}, std::pair{"--junit", outputs.junit},
+          std::pair{"--metrics", outputs.metrics}})
+      if (path == trace)
+        throw UsageError("--trace '" + trace + "' is the " + option + " file; give --trace FILE");
+    check_output_file("--trace", trace);
   }
   if (!outputs.junit.empty() && outputs.junit == outputs.metrics)
     throw UsageError("--junit and --metrics name the same file '" + outputs.junit + "'");

@@ -15,6 +15,7 @@
 #include "app/drill/drill_logic.h"
 #include "app/drill/drill_summary.h"
 #include "app/drill/drill_supervisor.h"
+#include "app/drill/drill_trace.h"
 #include "app/drill/drill_verdict.h"
 #include "app/report/outputs.h"
 #include "app/report/report.h"
@@ -113,7 +114,8 @@ std::optional<int> run_reference(DrillSupervisor& supervisor, std::vector<std::s
                                  DrillResult& result, json& reference_report) {
   args.push_back("--checkpoint.dir=" + result.folder + "/reference");
   const DrillLaunch reference = supervisor.launch("reference", args, std::nullopt);
-  result.runs.push_back({reference.name, reference.exit_code, reference.dir});
+  result.runs.push_back({reference.name, reference.exit_code, reference.dir, reference.start_unix,
+                         reference.end_unix});
   if (reference.exit_code == kExitUsage) {
     std::fprintf(stderr, "drill: the reference run rejected its input (exit 2):\n%s",
                  last_lines(reference.output_log(), 5).c_str());
@@ -190,7 +192,8 @@ class FaultedRuns {
       result_.problems.push_back("drill.external_kill: " + launched.external_kill_failed);
       external_done_ = true;
     }
-    result_.runs.push_back({launched.name, launched.exit_code, launched.dir});
+    result_.runs.push_back(
+        {launched.name, launched.exit_code, launched.dir, launched.start_unix, launched.end_unix});
     return launched;
   }
 
@@ -278,9 +281,11 @@ int publish(const Invocation& invocation, const DrillOptions& options, const Dri
                              DrillContext{run_id_for(invocation.options, started), started,
                                           utc_timestamp(), invocation.argv});
   record_strict(report, options.outputs);
+  write_drill_trace(invocation.options, options.report_path, result, report);
   write_file_atomically(options.report_path, report.dump(2) + "\n");
   write_side_outputs(report, options.outputs);
   std::fputs(drill_summary(result, fs::absolute(options.report_path).string()).c_str(), stdout);
+  std::fputs(trace_line(report).c_str(), stdout);
   std::fflush(stdout);
   if (final_run.exit_code == kExitUsage) return kExitUsage;
   return exit_code_under(report["verdict"].get<std::string>(), options.outputs);

@@ -61,10 +61,11 @@ std::string corrupt_checkpoint(const std::string& folder, const FaultSpec& fault
 std::vector<std::string> forwarded_options(const po::variables_map& options) {
   // The drill sets these per run; the rest is forwarded as given (scenario values included, so a
   // child needs no scenario file it might not find).
-  // --junit, --metrics and --strict are the drill's own outputs, not each run's.
+  // --junit, --metrics, --strict and --trace are the drill's own outputs, not each run's (a run
+  // writes its trace beside its own report).
   static const std::set<std::string> kOwn = {
-      "launcher", "fault", "resume",  "report", "checkpoint.dir", "watchdog.dir",
-      "scenario", "help",  "version", "junit",  "metrics",        "strict"};
+      "launcher", "fault",   "resume", "report",  "checkpoint.dir", "watchdog.dir", "scenario",
+      "help",     "version", "junit",  "metrics", "strict",         "trace"};
   std::vector<std::string> words;
   for (const auto& [name, value] : options) {
     if (value.defaulted() || kOwn.count(name) || name.rfind("drill.", 0) == 0 || name == "operand")

@@ -76,6 +76,7 @@ struct DrillRunEntry {
   std::string name;
   int exit_code = -1;
   std::string dir;
+  double start_unix = 0, end_unix = 0;  // the launcher's start and end
 };
 
 // The drill section of the report.

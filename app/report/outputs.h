@@ -16,6 +16,9 @@ void record_strict(nlohmann::json& report, const SideOutputs& outputs);
 // Writes --junit and --metrics from the finished report, each atomically.
 void write_side_outputs(const nlohmann::json& report, const SideOutputs& outputs);
 
+// "trace: PATH\n" when the run wrote its trace (context.trace), else "".
+std::string trace_line(const nlohmann::json& report);
+
 // exit_code_for, with a WARN exiting 1 under --strict.
 int exit_code_under(const std::string& verdict, const SideOutputs& outputs);
 

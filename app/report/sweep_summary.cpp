@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 
+#include "app/report/pair_matrix_text.h"
 #include "app/report/summary_parts.h"
 #include "common/dtype_names.h"
 #include "common/number_text.h"
@@ -93,31 +94,16 @@ std::string group_lines(const json& sweep) {
   return out + "slowest group: " + sweep.at("slowest_group").get<std::string>() + "\n";
 }
 
-// GB/s, as every other bandwidth; three decimals keep a 12 MB/s path visible (0.012).
-std::string matrix_table(const json& hosts, const json& m, const std::string& title) {
-  std::string out = "\n" + title + ", GB/s (row sends to column):\n" + printf_text("  %-20s", "");
-  for (const json& h : hosts) out += printf_text(" %12.12s", h.get<std::string>().c_str());
-  out += "\n";
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    out += printf_text("  %-20.20s", hosts[i].get<std::string>().c_str());
-    for (const json& cell : m[i])
-      out +=
-          cell.is_null() ? printf_text(" %12s", "-") : printf_text(" %12.3f", cell.get<double>());
-    out += "\n";
-  }
-  return out;
-}
-
 std::string pairwise_lines(const json& p) {
   std::string out = printf_text("\npairwise: %llu bytes x %d per pair and direction\n",
                                 static_cast<unsigned long long>(p.at("pair_bytes").get<uint64_t>()),
                                 p.at("pair_iters").get<int>());
   for (const json& rail : p.at("rails")) {
     const std::string name = "rail " + std::to_string(rail.at("rail").get<int>());
-    out +=
-        matrix_table(rail.at("hosts"), rail.at("one_way_gbps"), name + ", one direction at a time");
-    out += matrix_table(rail.at("hosts"), rail.at("both_ways_gbps"),
-                        name + ", both directions at once");
+    out += pair_matrix_text(rail.at("hosts"), rail.at("one_way_gbps"),
+                            name + ", one direction at a time");
+    out += pair_matrix_text(rail.at("hosts"), rail.at("both_ways_gbps"),
+                            name + ", both directions at once");
     if (const std::string note = rail.at("note"); !note.empty()) out += "  " + note + "\n";
     for (const json& link : rail.at("bad_links")) out += "  bad " + link.get<std::string>() + "\n";
   }

@@ -135,7 +135,7 @@ std::vector<SweepGroupRecord> gather_groups(const World& world, const GroupSetup
 }
 
 std::vector<SweepGroupRecord> run_collectives(const SweepConfig& cfg, const World& world,
-                                              Collective& all) {
+                                              Collective& all, RunTrace& trace) {
   GroupSetup group = make_group(cfg.split, world, all);
   Collective& collective = group.collective(all);
   SweepPlan plan = cfg.plan;
@@ -155,6 +155,8 @@ std::vector<SweepGroupRecord> run_collectives(const SweepConfig& cfg, const Worl
     if (!group.split) stop_point(world.comm);
   };
   const std::vector<SweepRow> rows = run_sweep(sweep_group, plan, on_row);
+  trace.has_sweep = true;
+  trace.sweep_rows = rows;
   live.end_op();
   auto groups = gather_groups(world, group, collective, rows);
   if (group.split) MPI_Comm_free(&group.comm);
@@ -222,7 +224,7 @@ std::string sweep_backend_problem(const SweepConfig& cfg, int world_size,
 }
 
 json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfig& train,
-                 const World& world) {
+                 const World& world, RunTrace& trace) {
   const std::string start_time = utc_timestamp();
   StageWatch watch(train, inv.options["report"].as<std::string>(), world,
                    cfg.mode == "pairwise" ? "pairwise" : "sweep");
@@ -252,7 +254,7 @@ json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfi
                          : "/sys",
                      backends.placement ? backends.placement->numa_node : -1);
   else
-    record.groups = run_collectives(cfg, world, *backends.comm);
+    record.groups = run_collectives(cfg, world, *backends.comm, trace);
   const HostGpuFacts gpus = gather_gpu_facts(world, backends);
   if (world.rank == 0)
     // The context's few-samples warning speaks of training steps; the sweep report words its

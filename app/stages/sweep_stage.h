@@ -7,6 +7,7 @@
 #include <string>
 
 #include "app/cli/cli.h"
+#include "app/stages/run_trace.h"
 #include "app/stages/sweep_config.h"
 #include "mpi/collective.h"
 #include "mpi/world.h"
@@ -14,9 +15,10 @@
 namespace tp {
 
 // One sweep (collectives or pairwise, by cfg.mode) on the world, as `sweep` runs it and as a
-// stage of `accept`. Rank 0 gets the sweep's report, not yet written.
+// stage of `accept`. Rank 0 gets the sweep's report, not yet written; every rank's samples go to
+// `trace`.
 nlohmann::json sweep_stage(const Invocation& invocation, const SweepConfig& config,
-                           const TrainConfig& train, const World& world);
+                           const TrainConfig& train, const World& world, RunTrace& trace);
 
 // Pure: "" or why the sweep's dtype cannot run over the collective `comm_name`, which says through
 // `cannot_run` which operations it lacks, or at this world size. The stage checks the collective

@@ -207,6 +207,22 @@ json build_run_report(const Invocation& inv, const TrainConfig& cfg, const World
   return build_report(record);
 }
 
+// What the stage hands on, but the report: this rank's figures and samples.
+TrainStage stage_of(const RunOutcome& run, const CheckpointDriver* checkpoints) {
+  TrainStage stage;
+  stage.sums = phase_sums(run.result.measured);
+  stage.digest = run.result.digest;
+  stage.last_step = run.result.last_step;
+  stage.preempted = run.stopped_by != 0 || (checkpoints && checkpoints->preempted().has_value());
+  add_train_trace(stage.trace, run.result);
+  if (checkpoints) {
+    stage.trace.has_checkpoints = true;
+    stage.trace.saves = checkpoints->saves();
+    stage.trace.stalls = checkpoints->stalls();
+  }
+  return stage;
+}
+
 }  // namespace
 
 TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& world, JobClock& job) {
@@ -278,11 +294,7 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   run.first_step_end_unix = progress.first_step_end_unix();
 
   RunFacts facts = gather_run_facts(world, backends, run.result, gemm_rate, batches.loader);
-  TrainStage stage;
-  stage.sums = phase_sums(run.result.measured);
-  stage.digest = run.result.digest;
-  stage.last_step = run.result.last_step;
-  stage.preempted = run.stopped_by != 0 || (checkpoints && checkpoints->preempted().has_value());
+  TrainStage stage = stage_of(run, checkpoints.get());
   if (world.rank == 0)
     stage.report = build_run_report(inv, cfg, world, backends, run, std::move(facts));
   cleanup.at_end();
@@ -309,7 +321,7 @@ int publish_report(const Invocation& inv, json& report, const World& world, bool
     write_side_outputs(report, outputs);
     std::cout << '\n'
               << render_summary(report) << "report: " << fs::absolute(path).string() << '\n'
-              << node_action_lines(report, path) << std::flush;
+              << trace_line(report) << node_action_lines(report, path) << std::flush;
     exit_code = preempted ? kExitPreempted : exit_code_under(report["verdict"], outputs);
   }
   mpiCheck(MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.comm));

@@ -7,6 +7,7 @@
 #include "app/cli/mpi_command.h"
 #include "app/job/cost.h"
 #include "app/job/job_timeline.h"
+#include "app/stages/run_trace.h"
 #include "common/digest.h"
 #include "mpi/world.h"
 
@@ -19,6 +20,7 @@ struct TrainStage {
   Digest128 digest;  // this rank's final state
   int64_t last_step = 0;
   StepPhaseSums sums;  // this rank's measured steps, for the job's timeline
+  RunTrace trace;      // this rank's samples (docs/report.md, "The trace")
 };
 // `job` is marked as the run's parts pass (app/job/job_timeline.h).
 TrainStage train_stage(const Invocation& invocation, TrainConfig config, const World& world,

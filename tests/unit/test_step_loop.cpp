@@ -302,6 +302,27 @@ TEST_F(StepLoop, TimingsAreRecordedForMeasuredStepsOnly) {
   }
 }
 
+// The trace's samples: each measured step's number and start, and its buckets placed from the
+// step's start with the first at the arrival (the fake's buckets start at 0 and 10 on its clock).
+TEST_F(StepLoop, TheTraceGetsEachMeasuredStepsStartAndBucketIntervals) {
+  const tp::TrainResult result = run();
+  EXPECT_EQ(result.measured_steps, (std::vector<int64_t>{3, 4, 5, 6}));
+  ASSERT_EQ(result.step_start.size(), 4u);
+  ASSERT_EQ(result.bucket_intervals.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const double k = double(3 + i), arrival = result.measured[i].arrival - result.step_start[i];
+    EXPECT_GE(arrival, 0.0) << "the first collective comes after the step's start";
+    ASSERT_EQ(result.bucket_intervals[i].size(), 2u);
+    EXPECT_DOUBLE_EQ(result.bucket_intervals[i][0].start, arrival);
+    EXPECT_DOUBLE_EQ(result.bucket_intervals[i][0].end, arrival + 50.0 + k);
+    EXPECT_DOUBLE_EQ(result.bucket_intervals[i][1].start, arrival + 10.0);
+    EXPECT_DOUBLE_EQ(result.bucket_intervals[i][1].end, arrival + 100.0 + k);
+    if (i > 0) {
+      EXPECT_GE(result.step_start[i], result.step_start[i - 1]);
+    }
+  }
+}
+
 // A rank stuck posting a bucket to NCCL waits for a peer: its heartbeat says comm there, and
 // compute again once the post returns. Where posting waits only for the rank's own device (a
 // host-staged copy), the heartbeat keeps saying compute.

@@ -43,6 +43,9 @@ TEST(SweepRunner, EveryOperationRunsAndIsRightOnOneRank) {
       EXPECT_EQ(row.not_run, "");
       EXPECT_GT(row.mean_us, 0.0);
       EXPECT_GE(row.p99_us, row.p50_us);
+      ASSERT_EQ(row.iteration_s.size(), 3u) << "each timed iteration, for the trace";
+      ASSERT_EQ(row.rank_iteration_s.size(), 3u);
+      for (size_t i = 0; i < 3; ++i) EXPECT_GE(row.iteration_s[i], row.rank_iteration_s[i]);
       EXPECT_GT(row.algbw_gbps, 0.0);
       EXPECT_EQ(row.root, row.op == CollectiveOp::broadcast ? 0 : -1);
     }
