@@ -58,9 +58,12 @@ std::shared_ptr<const FolderLock> hold_checkpoint_folder(const TrainConfig& cfg,
                                                          const World& world) {
   // The preflight stage probes the folder itself; only training writes and locks it.
   if (cfg.checkpoint_dir.empty() || !trains(accept)) return nullptr;
+  // Training hashes the dataset's shape as its index gives it (app/stages/train_setup.h).
+  TrainConfig hashed = cfg;
+  reconcile_dataset(hashed, world);
   auto held = std::make_shared<HeldFolder>();
   held->store = std::make_unique<CheckpointStore>(checkpoint_options(cfg), world,
-                                                  scenario_hash(cfg), held->clock);
+                                                  scenario_hash(hashed), held->clock);
   held->store->preflight(checkpoint_preflight_plan(cfg, *held->store));
   std::string problem;
   if (cfg.resume == "require" && world.rank == 0 && held->store->newest_committed() == 0)

@@ -4,6 +4,7 @@
 
 #include "app/report/gate.h"
 #include "app/stages/backend_selection.h"
+#include "app/stages/train_setup.h"
 #include "mpi/clock_sync.h"
 #include "mpi/gather.h"
 #include "train/checkpoint_driver.h"
@@ -61,6 +62,9 @@ RestoreStage restore_stage(const TrainConfig& trained_cfg, const World& world,
   cfg.resume = "require";
   cfg.checkpoint_cold_read = true;  // storage, not the page cache train left warm
   cfg.faults.clear();
+  // The dataset's shape comes from its index, as training read it: the checkpoint's scenario hash
+  // holds it, so the restore must hash the same shape.
+  reconcile_dataset(cfg, world);
   Backends backends = select_backends(cfg, world, nullptr);
   initialize_model(cfg, world, backends,
                    batch_share(cfg.model.global_batch, world.size, world.rank));
