@@ -10,8 +10,9 @@
 #   -s  scenario (default scenarios/accept.ini)
 #   -g  the host type's thresholds (a scenarios/hosts/*.ini file)
 #   -o  output folder (default out/acceptance): accept.json, drill.json, acceptance.json (with
-#       acceptance.junit.xml and acceptance.prom: its checks as JUnit XML and Prometheus text) and
-#       the checkpoint folders, which must be on the storage under test. Reports of an earlier run
+#       acceptance.junit.xml and acceptance.prom: its checks as JUnit XML and Prometheus text;
+#       acceptance.html: the page with its plots), the traces (*.trace.h5) and the checkpoint
+#       folders, which must be on the storage under test. Reports of an earlier run
 #       found there are first moved into earlier-TIME/ beside them.
 #   -f  the drill's fault (default random:seed=3: one kill at a rank, step and phase drawn from
 #       the seed; see trainproof --help for the grammar)
@@ -74,7 +75,7 @@ run_id=acceptance-$(date -u +%Y%m%dT%H%M%SZ)-$$
 # Reports of an earlier run are moved aside, named by the time they were written, never merged.
 earlier=()
 for name in accept.json accept.partial.json drill.json acceptance.json acceptance.junit.xml \
-  acceptance.prom; do
+  acceptance.prom accept.trace.h5 drill.trace.h5 acceptance.html; do
   if [ -e "$out/$name" ]; then earlier+=("$name"); fi
 done
 if [ "${#earlier[@]}" -gt 0 ]; then
@@ -137,6 +138,13 @@ set +e
   "${strict[@]}"
 code=$?
 set -e
+# The page for people: verdict, checks, timeline, plots (docs/report.md, "Pictures"). Drawing is
+# not judging: a page that cannot be drawn is said, and the verdict's exit code stands.
+if [ -f "$out/acceptance.json" ]; then
+  echo
+  echo "== the HTML report"
+  "$bin" report html "$out/acceptance.json" || echo "acceptance.sh: the HTML report was not written (above)" >&2
+fi
 echo
 echo "exit code $code; the acceptance report: $(realpath "$out/acceptance.json")"
 exit "$code"

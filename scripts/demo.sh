@@ -15,5 +15,10 @@ ranks=$(nproc)
 ranks=$((ranks < 2 ? 2 : ranks > 4 ? 4 : ranks))
 echo
 echo "== scripts/acceptance.sh on $ranks local ranks (scenarios/accept-smoke.ini)"
-exec scripts/acceptance.sh -n "$ranks" -s scenarios/accept-smoke.ini \
-  -g scenarios/hosts/dev-vm-2core.ini -o out/acceptance
+code=0
+scripts/acceptance.sh -n "$ranks" -s scenarios/accept-smoke.ini \
+  -g scenarios/hosts/dev-vm-2core.ini -o out/acceptance || code=$?
+if [ -f out/acceptance/acceptance.html ]; then
+  echo "open the report page in a browser: $(realpath out/acceptance/acceptance.html)"
+fi
+exit "$code"

@@ -20,6 +20,8 @@ packages=(
   # Readers the tests hand the --junit and --metrics files to: a real JUnit parser, and promtool
   # (in prometheus) to check the exposition format.
   python3-junitparser prometheus
+  # The HTML report's browser test: headless Chromium driven through its WebDriver.
+  chromium chromium-driver python3-selenium
 )
 
 missing=()

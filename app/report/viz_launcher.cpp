@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -26,12 +27,27 @@ std::string viz_script_path() {
       .string();
 }
 
+namespace {
+
+// TRAINPROOF_PYTHON when set; else the distribution's python3, which holds the Debian packages
+// the script uses (python3-matplotlib, python3-h5py) even where a user's PATH puts another python3
+// (pyenv, a virtual environment) first; else python3 from PATH.
+std::string python_interpreter() {
+  if (const char* chosen = std::getenv("TRAINPROOF_PYTHON"); chosen != nullptr && *chosen != '\0')
+    return chosen;
+  if (::access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+  return "python3";
+}
+
+}  // namespace
+
 int run_viz_script(const std::vector<std::string>& args) {
   const std::string script = viz_script_path();
   if (!std::filesystem::is_regular_file(script))
     throw UsageError("the plot script '" + script +
                      "' is missing: the build puts viz/ beside trainproof (scripts/build.sh)");
-  std::vector<std::string> words{"python3", script};
+  const std::string python = python_interpreter();
+  std::vector<std::string> words{python, script};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& word : words) argv.push_back(word.data());
@@ -39,7 +55,7 @@ int run_viz_script(const std::vector<std::string>& args) {
   const pid_t child = ::fork();
   if (child < 0) throw RuntimeError(std::string("cannot start python3: ") + std::strerror(errno));
   if (child == 0) {
-    ::execvp("python3", argv.data());
+    ::execvp(python.c_str(), argv.data());
     _exit(127);
   }
   // A deadline on the wait: 4,096 ranks render in under a minute (tests/integration/test_viz.py),
