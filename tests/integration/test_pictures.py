@@ -154,6 +154,40 @@ class Pictures(unittest.TestCase):
         self.assertIn(f"verdict {self.report['verdict']}", run.stdout)
         self.assertGreater(os.path.getsize(os.path.join(self.tmp, "page.png")), 10000)
 
+    def test_compare_writes_both_reports_side_by_side(self):
+        accept = os.path.join(self.out, "accept.json")
+        page = os.path.join(self.tmp, "compare.html")
+        run = subprocess.run([BIN, "report", "compare", accept, accept, "--html", page],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        with open(page) as f:
+            html = f.read()
+        self.assertGreaterEqual(html.count(accept), 2, "each side names its report")
+        self.assertNotRegex(html, r"(src|href)=\"(https?:)?//")
+
+    def test_bad_input_is_exit_2_naming_it(self):
+        missing = os.path.join(self.tmp, "missing.json")
+        run = subprocess.run([BIN, "report", "plot", missing], capture_output=True, text=True)
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn(missing, run.stderr)
+        # Without matplotlib (a folder on PYTHONPATH whose matplotlib cannot be imported).
+        shim = os.path.join(self.tmp, "shim", "matplotlib")
+        os.makedirs(shim, exist_ok=True)
+        with open(os.path.join(shim, "__init__.py"), "w") as f:
+            f.write("raise ImportError('matplotlib is not installed here')\n")
+        run = subprocess.run([BIN, "report", "plot", os.path.join(self.out, "acceptance.json")],
+                             capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ, PYTHONPATH=os.path.dirname(shim)))
+        self.assertEqual(run.returncode, 2, run)
+        self.assertIn("python3-matplotlib", run.stdout + run.stderr)
+        # A trace that would replace the report.
+        report = os.path.join(self.tmp, "r.json")
+        run = subprocess.run([MPIEXEC, "-np", "1", BIN, "train", "--report", report,
+                              f"--trace={report}"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("--trace", run.stderr)
+        self.assertFalse(os.path.exists(report))
+
 
 if __name__ == "__main__":
     main()
