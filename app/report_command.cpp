@@ -77,6 +77,9 @@ int run_pictures(const Invocation& inv) {
   std::vector<std::string> args{what, file};
   const std::string trace = inv.options["trace"].as<std::string>();
   if (!trace.empty() && trace != "none") args.insert(args.end(), {"--trace", trace});
+  // The busbw picture draws a baseline's curve beside the run's.
+  if (const std::string baseline = inv.options["baseline"].as<std::string>(); !baseline.empty())
+    args.insert(args.end(), {"--baseline", baseline});
   if (what == "html") {
     const std::string html = inv.options["html"].as<std::string>();
     if (!html.empty()) {

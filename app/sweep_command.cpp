@@ -70,7 +70,7 @@ int run_sweep_command(const Invocation& inv) {
       add_threshold_checks(report, gate, stage);
       judge_against_baseline(report, baseline);
     }
-    write_run_trace(inv, world, report, trace, "sweep");
+    write_run_trace(inv, train, world, report, trace, "sweep");
     return report_sweep(inv, cfg, std::move(report), world);
   });
 }

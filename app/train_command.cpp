@@ -27,7 +27,7 @@ int run_train(const Invocation& inv) {
       add_threshold_checks(stage.report, gate, "train");
       judge_against_baseline(stage.report, baseline);
     }
-    write_run_trace(inv, world, stage.report, stage.trace, "train");
+    write_run_trace(inv, cfg, world, stage.report, stage.trace, "train");
     return publish_report(inv, stage.report, world, stage.preempted);
   });
 }

@@ -299,7 +299,7 @@ int accept_on_world(AcceptInputs in, const World& world) {
         accept_report(in.accept, run.attempts, job_sections, context_of(run, in),
                       in.baseline.golden, incomplete_reason(in.accept, run.attempts, run.stop));
   }
-  write_run_trace(in.inv, world, report, run.trace, "accept");
+  write_run_trace(in.inv, in.train, world, report, run.trace, "accept");
   const bool signalled = run.stop.stop != 0 && run.stop.stop != kStopBudget;
   const int code = publish_report(in.inv, report, world, signalled);
   if (world.rank == 0) {

@@ -32,7 +32,8 @@ po::options_description accept_options() {
        "the report names the stage's deadline. Empty: the stages share the budget")
       ("baseline", po::value<std::string>()->default_value("")->value_name("FILE"),
        "accept, train, sweep: a golden report of the same work; every metric of report compare "
-       "becomes a gate check (baseline_*) that fails below --tolerance of the golden value");
+       "becomes a gate check (baseline_*) that fails below --tolerance of the golden value; "
+       "report plot and report html draw its busbw curve beside the run's");
   // clang-format on
   return group;
 }

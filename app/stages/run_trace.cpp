@@ -6,6 +6,7 @@
 #include <exception>
 #include <limits>
 
+#include "app/stages/stage_watch.h"
 #include "fabric/bus_bandwidth.h"
 #include "trace/trace_file.h"
 
@@ -18,19 +19,18 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr size_t kHostWidth = 64;  // HOST_NAME_MAX
 constexpr size_t kOpWidth = 16;
 
-// Who the trace belongs to: rank 0's report, the same attributes on every rank.
-json trace_identity(const World& world, const json& report, const std::string& report_path,
-                    const std::string& subcommand) {
+// Who the trace belongs to: rank 0's report, the same attributes on every rank. The report's
+// path and the subcommand are every rank's already, and go to the file as given: a path need not
+// be UTF-8, which JSON text must be.
+json trace_identity(const World& world, const json& report) {
   std::string text;
   if (world.rank == 0) {
     const json context = report.value("context", json::object());
     text = json{{"schema", "trainproof.trace/1"},
-                {"report", report_path},
                 {"run_id", context.value("run_id", "")},
                 {"scenario_hash", context.value("scenario_hash", "")},
-                {"start_time", context.value("start_time", "")},
-                {"subcommand", subcommand}}
-               .dump();
+                {"start_time", context.value("start_time", "")}}
+               .dump(-1, ' ', false, json::error_handler_t::replace);
   }
   return json::parse(broadcast_from_root(world, text));
 }
@@ -148,20 +148,23 @@ void add_train_trace(RunTrace& trace, const TrainResult& result) {
   trace.buckets = result.bucket_intervals;
 }
 
-void write_run_trace(const Invocation& inv, const World& world, json& report, const RunTrace& trace,
-                     const std::string& subcommand) {
+void write_run_trace(const Invocation& inv, const TrainConfig& config, const World& world,
+                     json& report, const RunTrace& trace, const std::string& subcommand) {
   const std::string report_path = inv.options["report"].as<std::string>();
   const std::string path = trace_path_for(inv.options["trace"].as<std::string>(), report_path);
   if (path.empty()) {
     if (world.rank == 0) report["context"]["trace"] = nullptr;
     return;
   }
-  const json identity = trace_identity(world, report, report_path, subcommand);
+  const json identity = trace_identity(world, report);
+  StageWatch watch(config, report_path, world, "trace");
   std::string problem;
   try {
     TraceFile file(path, world.comm);
     for (const auto& [name, value] : identity.items())
       file.attribute(name, value.get<std::string>());
+    file.attribute("report", report_path);
+    file.attribute("subcommand", subcommand);
     file.attribute("world_size", int64_t(world.size));
     file.rank_strings("ranks/host", kHostWidth, world.host);
     if (trace.has_train) write_train(file, trace);
@@ -172,6 +175,7 @@ void write_run_trace(const Invocation& inv, const World& world, json& report, co
     problem = e.what();
   }
   problem = first_problem(world, problem);
+  watch.end();
   if (world.rank != 0) return;
   if (problem.empty()) {
     report["context"]["trace"] = path;

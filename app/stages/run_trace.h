@@ -13,6 +13,7 @@
 #include "fabric/sweep_runner.h"
 #include "mpi/world.h"
 #include "train/step_loop.h"
+#include "train/train_config.h"
 
 namespace tp {
 
@@ -40,8 +41,10 @@ void add_train_trace(RunTrace& trace, const TrainResult& result);
 
 // Collective. Writes the trace that --trace names (by default beside --report) and records its
 // path in report["context"]["trace"] (rank 0); a trace that cannot be written is a warning in
-// the report, not a failed run. `subcommand` names the run in the file.
-void write_run_trace(const Invocation& invocation, const World& world, nlohmann::json& report,
-                     const RunTrace& trace, const std::string& subcommand);
+// the report, not a failed run. `subcommand` names the run in the file. Its collective writes are
+// watched as a stage's are (app/stages/stage_watch.h, phase "trace"): a rank that hangs in them
+// is named and the job ends, rather than waiting with no deadline.
+void write_run_trace(const Invocation& invocation, const TrainConfig& config, const World& world,
+                     nlohmann::json& report, const RunTrace& trace, const std::string& subcommand);
 
 }  // namespace tp

@@ -70,6 +70,7 @@ class FabricCluster(ClusterCase):
         flagged = sorted(n["host"] for n in slow.report["nodes"] if n["flagged"])
         self.assertIn("vc-n3", flagged)
         self.assertEqual(sorted(expanded.stdout.split()), flagged, (hostlist, expanded))
+        self.assert_matrix_is_drawn(os.path.join(WORK, "accept-throttled.json"))
 
         restored = vcluster("restore", "vc-n3")
         self.assertEqual(restored.returncode, 0, restored.stderr)
@@ -80,6 +81,18 @@ class FabricCluster(ClusterCase):
         self.assertEqual(compare.returncode, 1, compare)
         fell = [line.split("  ")[0] for line in compare.stdout.splitlines() if "FAIL:" in line]
         self.assertTrue(any(line.startswith("sweep avg busbw") for line in fell), compare.stdout)
+
+    def assert_matrix_is_drawn(self, report):
+        """report plot draws the real run's matrix (docs/report.md, "Pictures"), and the PNG
+        decodes."""
+        import matplotlib.image
+        plotted = run([self.bin, "report", "plot", report])
+        self.assertEqual(plotted.returncode, 0, plotted)
+        matrices = [line for line in plotted.stdout.splitlines()
+                    if ".pairwise" in line and line.endswith(".png")]
+        self.assertTrue(matrices, plotted.stdout)
+        for png in matrices:
+            self.assertGreater(matplotlib.image.imread(png).shape[0], 100, png)
 
     def test_every_rail_gets_its_own_matrix(self):
         both = self.sweep("rails", SRUN_TWO_PER_NODE, *PAIRWISE, "--sweep.pair_ranks=rail")

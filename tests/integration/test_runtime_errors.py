@@ -31,7 +31,9 @@ class RuntimeErrors(unittest.TestCase):
             with tempfile.TemporaryDirectory() as folder:
                 run = self.run_in(folder, *args)
                 self.assertEqual(run.returncode, code, run.stderr)
-                self.assertEqual(os.listdir(folder), ["report.json"] if code == 0 else [])
+                # A clean run leaves its report and its trace (docs/report.md, "The trace").
+                self.assertEqual(sorted(os.listdir(folder)),
+                                 ["report.json", "report.trace.h5"] if code == 0 else [])
 
     def test_a_named_heartbeat_folder_keeps_the_progress_record(self):
         # A drill names the folder and reads progress.json there after the run.

@@ -42,7 +42,8 @@ def run(cmd, report=None, timeout=180):
 
 
 class ClusterCase(unittest.TestCase):
-    """NODES nodes for the whole class, with trainproof and the tiny scenario copied to WORK."""
+    """NODES nodes for the whole class, with trainproof (and its plot script) and the tiny scenario
+    copied to WORK."""
     NODES = 2
 
     @classmethod
@@ -55,6 +56,8 @@ class ClusterCase(unittest.TestCase):
         os.makedirs(WORK)
         cls.bin = os.path.join(WORK, "trainproof")
         shutil.copy2(BIN, cls.bin)
+        # report plot finds its script beside the executable, as in the device bundle.
+        shutil.copytree(os.path.join(os.path.dirname(BIN), "viz"), os.path.join(WORK, "viz"))
         cls.tiny = os.path.join(WORK, "tiny.ini")
         shutil.copy2(TINY, cls.tiny)
 
