@@ -63,16 +63,17 @@ std::string load_manifest(const World& world, const std::string& folder,
 // A manifest that contradicts the run is not damage: it is the wrong run, and a fallback would
 // silently restore an older state of another scenario. Every rank throws alike.
 void refuse_another_run(const std::string& folder, const CheckpointManifest& manifest,
-                        int world_size, const std::string& scenario_hash,
-                        const std::string& label) {
+                        int world_size, const std::string& scenario_hash, const std::string& label,
+                        bool allow_resize) {
   const std::string written =
       layout_label(manifest.layout == "shared-file" ? CheckpointLayout::shared_file
                                                     : CheckpointLayout::file_per_rank,
                    manifest.shard_optimizer);
-  if (manifest.world_size != world_size)
+  if (manifest.world_size != world_size && !allow_resize)
     throw UsageError("checkpoint " + folder + " was written by " +
                      std::to_string(manifest.world_size) + " ranks; this run has " +
-                     std::to_string(world_size) + " (resharding is not supported)");
+                     std::to_string(world_size) +
+                     " (set checkpoint.allow_resize=true to restore it at this size)");
   if (manifest.scenario_hash != scenario_hash)
     throw UsageError("checkpoint " + folder + " has scenario hash " + manifest.scenario_hash +
                      "; this run's is " + scenario_hash +
@@ -193,9 +194,11 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     CheckpointManifest manifest;
     std::string problem = load_manifest(world_, folder, manifest);
     if (problem.empty()) {
-      refuse_another_run(folder, manifest, world_.size, scenario_hash_, label);
+      refuse_another_run(folder, manifest, world_.size, scenario_hash_, label,
+                         options_.allow_resize);
       problem = ranks_not_covered(manifest);
     }
+    const bool resized = problem.empty() && manifest.world_size != world_.size;
 
     // Every rank reads and verifies what it needs; nothing reaches the state until all agree.
     const double start = clock_.local_now();
@@ -204,14 +207,16 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     const Slice slice = sliced() ? rank_slice(total, world_.rank, world_.size) : Slice{0, total};
     // A whole replica decodes straight into the caller's buffers (which the caller imports only
     // on success), as does a shared-file slab, into its own elements; a sharded rank file decodes
-    // apart. Slices are assembled once every rank's slice verifies.
+    // apart. Slices are assembled once every rank's slice verifies. At another world size a
+    // replica is read whole by each rank, and slices into this rank's new share, compact.
     const bool shared = options_.layout == CheckpointLayout::shared_file;
     TrainingState slice_state;
-    TrainingState& mine = sliced() && !shared ? slice_state : state;
+    TrainingState& mine = sliced() && (!shared || resized) ? slice_state : state;
     uint64_t bytes = 0;
     if (problem.empty())
-      problem = shared ? read_shared_slab(folder, manifest, slice, mine, bytes)
-                       : read_rank_file(folder, manifest, slice, mine, bytes);
+      problem = resized  ? read_resized(folder, manifest, total, mine, bytes)
+                : shared ? read_shared_slab(folder, manifest, slice, mine, bytes)
+                         : read_rank_file(folder, manifest, slice, mine, bytes);
     const std::string first = first_problem(world_, problem);
     if (!first.empty()) {
       if (world_.rank == 0) {
@@ -226,7 +231,7 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     if (sliced()) {
       int with_moment2 = mine.moment2.empty() ? 0 : 1;
       mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &with_moment2, 1, MPI_INT, MPI_MAX, world_.comm));
-      if (shared)
+      if (shared && !resized)
         assemble_in_place(world_, total, with_moment2 != 0, state);
       else
         assemble(world_, mine, total, with_moment2 != 0, state);
@@ -241,6 +246,7 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, world_.comm));
     mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_UINT64_T, MPI_SUM, world_.comm));
     result.step = state.step;
+    result.written_world_size = manifest.world_size;
     result.folder = folder;
     result.bytes = bytes;
     result.seconds = slowest;

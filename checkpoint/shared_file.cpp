@@ -283,8 +283,11 @@ void locate(hid_t file, size_t i, Slice slice, const std::string& path, Placemen
 
 }  // namespace
 
-std::string read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice slice,
-                                   TrainingState& whole, CheckpointMeta& meta) {
+std::vector<std::string> read_shared_slabs(const std::string& path, MPI_Comm comm,
+                                           const std::vector<Slice>& slabs, TrainingState& whole,
+                                           CheckpointMeta& meta) {
+  Slice reach{0, 0};  // the span every slab lies in, for the datasets' length check
+  for (const Slice& slab : slabs) reach.end = std::max(reach.end, slab.end);
   Placement placed;
   {
     std::lock_guard<std::mutex> guard(hdf5_lock());
@@ -292,35 +295,48 @@ std::string read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice
     Handle fapl{mpio_access(comm), H5Pclose};
     Handle file{H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.id), H5Fclose};
     check(file.id >= 0, path + ": not a readable HDF5 checkpoint");
-    for (size_t i = 0; i < 3; ++i) locate(file.id, i, slice, path, placed);
+    for (size_t i = 0; i < 3; ++i) locate(file.id, i, reach, path, placed);
     meta.total_elements = uint64_t(read_int_attribute(file.id, "total_elements", path));
     meta.step = read_int_attribute(file.id, "step", path);
     meta.world_size = int(read_int_attribute(file.id, "world_size", path));
     meta.scenario_hash = read_string_attribute(file.id, "scenario_hash", path);
     meta.layout = read_string_attribute(file.id, "layout", path);
-  }  // closed (collectively) here, on every rank: the slab is read with POSIX I/O
-  if (slice.end > meta.total_elements)
+  }  // closed (collectively) here, on every rank: the slabs are read with POSIX I/O
+  if (reach.end > meta.total_elements)
     throw RuntimeError(path + " holds " + std::to_string(meta.total_elements) +
-                       " elements per tensor, fewer than the slice's end " +
-                       std::to_string(slice.end));
+                       " elements per tensor, fewer than the slab's end " +
+                       std::to_string(reach.end));
   whole.step = meta.step;
-  meta.slice_begin = slice.begin;
-  meta.slice_end = slice.end;
+  if (!slabs.empty()) {
+    meta.slice_begin = slabs.front().begin;
+    meta.slice_end = slabs.back().end;
+  }
   Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (file.fd < 0) throw RuntimeError("cannot open '" + path + "': " + std::strerror(errno));
-  DigestBuilder digest;
-  for (size_t i = 0; i < 3; ++i) {
-    std::vector<float>& values = *tensor(whole, i);
-    if (!placed.present[i]) {
-      values.clear();
-      continue;
+  for (size_t i = 0; i < 3; ++i)
+    if (placed.present[i]) {
+      tensor(whole, i)->resize(meta.total_elements);
+    } else {
+      tensor(whole, i)->clear();
     }
-    values.resize(meta.total_elements);
-    read_hashed(file.fd, path, placed.offset[i] + slice.begin * sizeof(float),
-                values.data() + slice.begin, slice.size() * sizeof(float), digest);
+  std::vector<std::string> checksums;
+  for (const Slice& slab : slabs) {
+    DigestBuilder digest;  // one slab's tensors in dataset order, as the writer hashed them
+    for (size_t i = 0; i < 3; ++i) {
+      if (!placed.present[i]) continue;
+      std::vector<float>& values = *tensor(whole, i);
+      read_hashed(file.fd, path, placed.offset[i] + slab.begin * sizeof(float),
+                  values.data() + slab.begin, slab.size() * sizeof(float), digest);
+    }
+    checksums.push_back(digest.finish().hex());
   }
   file.close(path);
-  return digest.finish().hex();
+  return checksums;
+}
+
+std::string read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice slice,
+                                   TrainingState& whole, CheckpointMeta& meta) {
+  return read_shared_slabs(path, comm, {slice}, whole, meta).front();
 }
 
 }  // namespace tp

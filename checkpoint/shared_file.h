@@ -47,5 +47,11 @@ SharedWrite write_shared_checkpoint(const std::string& path, MPI_Comm comm,
 // rank still closes the file, so no rank is left waiting in a collective.
 std::string read_shared_checkpoint(const std::string& path, MPI_Comm comm, Slice slice,
                                    TrainingState& whole, CheckpointMeta& meta);
+// As read_shared_checkpoint, for several slabs of another world size's file (a restore at another
+// size reads every slab that covers its new share): each slab's checksum, in the order given.
+// Every rank calls it once, with its own list (which may be empty).
+std::vector<std::string> read_shared_slabs(const std::string& path, MPI_Comm comm,
+                                           const std::vector<Slice>& slabs, TrainingState& whole,
+                                           CheckpointMeta& meta);
 
 }  // namespace tp

@@ -39,6 +39,9 @@ struct CheckpointOptions {
   CheckpointLayout layout = CheckpointLayout::file_per_rank;
   // file-per-rank only: each rank writes a distinct slice of the state (ZeRO-1 style).
   bool shard_optimizer = false;
+  // A checkpoint of another world size restores (docs/checkpoint.md, "Restore at another world
+  // size"); false: it is a UsageError naming both sizes.
+  bool allow_resize = false;
   // Another scenario's checkpoints in the folder are deleted at the preflight instead of refused.
   bool overwrite = false;
   // How long the preflight waits for another job's lock on the folder before giving up.
@@ -91,6 +94,7 @@ struct CheckpointRestore {
   double seconds = 0;                           // slowest rank: read, verify, decode, assemble
   double rank_gbps_min = 0, rank_gbps_max = 0;  // each rank's bytes over its own seconds
   std::vector<std::string> rejected;            // folders renamed *.corrupt, with the reason
+  int written_world_size = 0;                   // the ranks that wrote it (this run's, or not)
   double gbps() const { return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0; }
 };
 
@@ -126,6 +130,9 @@ class CheckpointStore {
   // The committed checkpoints in `dir` (step, folder), newest first: exactly step-NNNNNNNN
   // folders with a manifest (.partial, .corrupt and .deleting folders never count).
   static std::vector<std::pair<int64_t, std::string>> committed_in(const std::string& dir);
+  // The world size the newest committed checkpoint in `dir` names in its manifest, or 0 when
+  // there is none or it cannot be read (the restore itself then finds out why).
+  static int newest_world_size(const std::string& dir);
   // Called at "ckpt-write" (midway through this rank's data) and "ckpt-commit" (data durable,
   // checksum not yet reported; on rank 0, manifest written and rename not yet done): the points
   // where a drill's kill faults strike.
@@ -145,6 +152,11 @@ class CheckpointStore {
                              Slice slice, TrainingState& mine, uint64_t& bytes) const;
   std::string read_shared_slab(const std::string& folder, const CheckpointManifest& manifest,
                                Slice slice, TrainingState& mine, uint64_t& bytes) const;
+  // A checkpoint of another world size (resize.cpp): this rank's new share of it read from
+  // every file or slab that covers it, each verified whole, into `mine` (the whole replica when
+  // the checkpoint holds replicas; else this rank's rank_slice of `total`, compact).
+  std::string read_resized(const std::string& folder, const CheckpointManifest& manifest,
+                           uint64_t total, TrainingState& mine, uint64_t& bytes) const;
   std::vector<std::pair<int64_t, std::string>> committed() const;  // newest first
   void retain(int64_t newest);
   RankWrite write_part(const TrainingState& state, const std::string& partial);

@@ -21,6 +21,7 @@ CheckpointOptions checkpoint_options(const TrainConfig& config) {
   o.layout = parse_layout(config.checkpoint_layout);
   o.shard_optimizer = config.checkpoint_shard_optimizer;
   o.overwrite = config.checkpoint_overwrite;
+  o.allow_resize = config.checkpoint_allow_resize;
   o.lock_wait_s = config.checkpoint_lock_wait_s;
   o.held_lock = config.checkpoint_lock;
   o.test_unshared_rank = config.test.unshared_checkpoint_rank;

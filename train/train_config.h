@@ -48,7 +48,10 @@ struct DataConfig {
 
 struct TrainConfig {
   ModelSpec model;  // model.global_batch is 0 until resolve_global_batch when batch_per_rank > 0
-  int64_t batch_per_rank = 0;      // > 0: model.batch_per_rank sets the batch, not model.batch
+  int64_t batch_per_rank = 0;  // > 0: model.batch_per_rank sets the batch, not model.batch
+  // > 0: a restore at another world size kept the checkpoint's global batch, batch_per_rank x the
+  // ranks that wrote it (docs/checkpoint.md, "Restore at another world size").
+  int batch_from_checkpoint_ranks = 0;
   bool preflight_topology = true;  // read and compare every node's topology at start
   int64_t steps = 0;
   int64_t warmup_steps = 0;
@@ -73,6 +76,7 @@ struct TrainConfig {
   bool checkpoint_async = false;
   bool checkpoint_overwrite = false;     // delete another scenario's checkpoints in the folder
   double checkpoint_lock_wait_s = 60.0;  // wait this long for another job's lock on the folder
+  bool checkpoint_allow_resize = false;  // restore a checkpoint of another world size
   // Rank 0, set by accept: the folder's lock, held from before its first stage to its end; every
   // checkpoint store of the run shares it (checkpoint/folder_lock.h).
   std::shared_ptr<const FolderLock> checkpoint_lock;

@@ -130,6 +130,8 @@ void read_checkpointing(const po::variables_map& vm, TrainConfig& c) {
   c.checkpoint_async = vm["checkpoint.async"].as<bool>();
   c.checkpoint_overwrite = vm["checkpoint.overwrite"].as<bool>();
   c.checkpoint_lock_wait_s = in_range(vm, "checkpoint.lock_wait_s", 0.0, 1e7, false);
+  const std::string resize = one_of(vm, "checkpoint.allow_resize", {"auto", "true", "false"});
+  c.checkpoint_allow_resize = resize == "auto" ? c.resume == "auto" : resize == "true";
   if (c.checkpoint_dir.empty() && (c.checkpoint_every > 0 || c.resume != "none"))
     throw UsageError(std::string(c.checkpoint_every > 0 ? "checkpoint.every" : "--resume ") +
                      (c.checkpoint_every > 0 ? "" : c.resume) + " needs checkpoint.dir");

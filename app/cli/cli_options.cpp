@@ -176,6 +176,11 @@ po::options_description checkpoint_options() {
       ("checkpoint.overwrite", po::value<bool>()->default_value(false),
        "true: checkpoints of another scenario (another scenario hash) in checkpoint.dir are "
        "deleted at start; false: --resume none into such a folder is an error naming both hashes")
+      ("checkpoint.allow_resize", po::value<std::string>()->default_value("auto"),
+       "a checkpoint written by another number of ranks restores at this run's size (each rank "
+       "reads the files or slabs that cover its share, all verified; the global batch stays the "
+       "checkpoint's, so the training is the same): true, false, or auto (true with --resume "
+       "auto, false with --resume require); false: another world size is an error (exit 2)")
       ("checkpoint.lock_wait_s", po::value<double>()->default_value(60.0),
        "one job at a time writes a checkpoint folder (a lock file in it, held for the run): a "
        "second job waits this long for the lock, then stops (exit 2) naming the holder's host and "

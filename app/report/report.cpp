@@ -227,7 +227,12 @@ json model_json(const TrainConfig& cfg) {
           {"seq", cfg.model.seq},
           {"global_batch", cfg.model.global_batch},
           // Which option set the batch; null per rank when model.batch did.
-          {"batch_set_by", cfg.batch_per_rank > 0 ? "model.batch_per_rank" : "model.batch"},
+          {"batch_set_by", cfg.batch_from_checkpoint_ranks > 0
+                               ? "the checkpoint: model.batch_per_rank x the " +
+                                     std::to_string(cfg.batch_from_checkpoint_ranks) +
+                                     " ranks that wrote it"
+                           : cfg.batch_per_rank > 0 ? "model.batch_per_rank"
+                                                    : "model.batch"},
           {"batch_per_rank", cfg.batch_per_rank > 0 ? json(cfg.batch_per_rank) : json(nullptr)},
           {"parameters", cfg.model.parameters()},
           {"dtype", dtype_name(cfg.dtype)},

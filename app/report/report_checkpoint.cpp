@@ -117,6 +117,9 @@ json checkpoint_json(const RunRecord& run, const json& stall) {
                  {"seconds", run.restored->seconds},
                  {"restore_gbps", run.restored->gbps()},
                  {"rejected", run.restored->rejected},
+                 // A restore at another world size says so (docs/checkpoint.md).
+                 {"written_world_size", run.restored->written_world_size},
+                 {"world_size", int(run.ranks.size())},
                  {"rank_restore_gbps",
                   {{"min", run.restored->rank_gbps_min}, {"max", run.restored->rank_gbps_max}}}}
           : json(nullptr);

@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "checkpoint/store.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/sysinfo.h"
@@ -185,6 +186,22 @@ std::optional<DatasetSpec> reconcile_dataset(TrainConfig& cfg, const World& worl
     cfg.steps =
         int64_t(std::ceil(cfg.epochs * double(dataset->samples) / double(cfg.model.global_batch)));
   return dataset;
+}
+
+void keep_checkpoint_batch(TrainConfig& cfg, const World& world) {
+  if (cfg.batch_per_rank <= 0 || cfg.resume == "none" || !cfg.checkpoint_allow_resize ||
+      cfg.checkpoint_dir.empty())
+    return;
+  int written = world.rank == 0 ? CheckpointStore::newest_world_size(cfg.checkpoint_dir) : 0;
+  mpiCheck(MPI_Bcast(&written, 1, MPI_INT, 0, world.comm));
+  if (written <= 0 || written == world.size) return;
+  cfg.model.global_batch = cfg.batch_per_rank * int64_t(written);
+  cfg.batch_from_checkpoint_ranks = written;
+  if (world.rank == 0)
+    spdlog::info(
+        "the newest checkpoint was written by {} ranks: the global batch stays {} "
+        "(model.batch_per_rank={} x {}) on {} ranks",
+        written, cfg.model.global_batch, cfg.batch_per_rank, written, world.size);
 }
 
 void resolve_faults(TrainConfig& cfg, const World& world) {

@@ -60,6 +60,12 @@ std::vector<std::string> heartbeat_visibility_warnings(
 // disagrees, and takes the dataset's shape (and, with train.epochs, the step count) into `config`.
 std::optional<DatasetSpec> reconcile_dataset(TrainConfig& config, const World& world);
 
+// Collective. With model.batch_per_rank and a checkpoint written by another number of ranks that
+// this run may restore (checkpoint.allow_resize), the global batch is the checkpoint's:
+// batch_per_rank x the ranks that wrote it, so the same samples meet the same optimizer steps
+// (docs/checkpoint.md, "Restore at another world size").
+void keep_checkpoint_batch(TrainConfig& config, const World& world);
+
 // Every rank gets at least one sample of the global batch (a UsageError otherwise).
 void check_batch_covers_world(const TrainConfig& config, const World& world);
 

@@ -229,6 +229,7 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   RunOutcome run;
   run.start_time = utc_timestamp();
   resolve_global_batch(cfg, world.size);
+  keep_checkpoint_batch(cfg, world);
   const auto heartbeat = prepare_outputs(cfg, inv.options["report"].as<std::string>(), world);
   HeartbeatCleanup cleanup(*heartbeat, world, cfg.watchdog_dir.empty());
   job.mark(kSetup);
