@@ -213,6 +213,7 @@ tp::RunRecord checkpoint_run() {
   restored.bytes = 400000000;
   restored.seconds = 0.25;
   restored.rejected = {"ckpt/step-00000008: ckpt/step-00000008/state.h5 has 10 bytes"};
+  restored.written_world_size = 8;  // a restore at another world size (4 ranks here)
   run.restored = restored;
   return run;
 }
