@@ -182,11 +182,15 @@ class Checkpoint(CheckpointCase):
             self.assertEqual(f["params"].shape, (3 * 32 * 32,))
             self.assertEqual(f["moment1"].shape, (3 * 32 * 32,))
 
-    def test_world_size_mismatch_is_exit_2(self):
+    def test_world_size_mismatch_is_exit_2_where_no_resize_is_allowed(self):
+        # --resume auto restores at another size (test_resize.py); require, or allow_resize=false,
+        # keeps the world size an error.
         self.stopped_after(2, 4)
-        run = self.train(1, "--resume", "auto")
-        self.assertEqual(run.returncode, 2, run)
-        self.assertIn("written by 2 ranks; this run has 1", run.stderr)
+        for args in (("--resume", "require"),
+                     ("--resume", "auto", "--checkpoint.allow_resize=false")):
+            run = self.train(1, *args)
+            self.assertEqual(run.returncode, 2, (args, run))
+            self.assertIn("written by 2 ranks; this run has 1", run.stderr)
 
     def test_scenario_mismatch_is_exit_2_but_run_length_may_change(self):
         self.stopped_after(1, 4)
