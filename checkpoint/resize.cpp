@@ -121,13 +121,8 @@ std::string CheckpointStore::read_resized(const std::string& folder,
       owners.push_back(j);
     }
   }
-  // Checked on every rank, and agreed, before the collective open (as a same-size restore does).
   std::string problem;
-  const ReadOnlyFile file = step.open_file(entry.name, problem);
-  if (file.is_open() && file.size() != entry.bytes)
-    problem = path + " has " + std::to_string(file.size()) + " bytes; the manifest says " +
-              std::to_string(entry.bytes);
-  problem = first_problem(world_, problem);
+  const ReadOnlyFile file = open_shared_file(step, entry, problem);
   if (!problem.empty()) return problem;
   if (options_.cold_read) drop_page_cache(file);
   TrainingState whole;
@@ -138,6 +133,7 @@ std::string CheckpointStore::read_resized(const std::string& folder,
   } catch (const RuntimeError& e) {
     return e.what();
   }
+  if (!step.still_names(entry.name, file)) return path + " was replaced while it was read";
   if (meta.step != manifest.step)
     return path + " holds step " + std::to_string(meta.step) + "; the manifest says step " +
            std::to_string(manifest.step);

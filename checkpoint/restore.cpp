@@ -102,6 +102,17 @@ std::string set_aside(const std::string& folder) {
 
 }  // namespace
 
+ReadOnlyFile CheckpointStore::open_shared_file(const CheckpointFolder& step,
+                                               const ManifestFile& entry,
+                                               std::string& problem) const {
+  ReadOnlyFile file = step.open_file(entry.name, problem);
+  if (file.is_open() && file.size() != entry.bytes)
+    problem = step.path_of(entry.name) + " has " + std::to_string(file.size()) +
+              " bytes; the manifest says " + std::to_string(entry.bytes);
+  problem = first_problem(world_, problem);
+  return file;
+}
+
 std::string CheckpointStore::read_rank_file(const std::string& folder,
                                             const CheckpointManifest& manifest, Slice slice,
                                             TrainingState& mine, uint64_t& bytes) const {
@@ -144,15 +155,10 @@ std::string CheckpointStore::read_shared_slab(const std::string& folder,
   const ManifestFile& entry = manifest.files[0];
   const CheckpointFolder step(folder);
   const std::string path = step.path_of(entry.name);
-  // The file is checked on every rank, and all agree, before the collective open, so a damaged
-  // folder never leaves one rank inside HDF5 while the others have moved on. MPI-IO opens it again
-  // by path; the identity check after the read makes sure that was the file checked here.
+  // MPI-IO opens it again by path; the identity check after the read makes sure that was the
+  // file checked here.
   std::string problem;
-  const ReadOnlyFile file = step.open_file(entry.name, problem);
-  if (file.is_open() && file.size() != entry.bytes)
-    problem = path + " has " + std::to_string(file.size()) + " bytes; the manifest says " +
-              std::to_string(entry.bytes);
-  problem = first_problem(world_, problem);
+  const ReadOnlyFile file = open_shared_file(step, entry, problem);
   if (!problem.empty()) return problem;
 
   if (options_.cold_read) drop_page_cache(file);

@@ -19,6 +19,7 @@
 #include "checkpoint/background_deletion.h"
 #include "checkpoint/folder_facts.h"
 #include "checkpoint/folder_lock.h"
+#include "checkpoint/mapped_file.h"
 #include "checkpoint/slices.h"
 #include "common/training_state.h"
 #include "mpi/clock_sync.h"
@@ -31,6 +32,7 @@ inline constexpr const char* kCheckpointFormat = "trainproof.checkpoint/1";
 
 enum class CheckpointLayout { file_per_rank, shared_file };
 struct CheckpointManifest;  // checkpoint/manifest.h
+struct ManifestFile;
 
 struct CheckpointOptions {
   std::string dir;
@@ -157,6 +159,11 @@ class CheckpointStore {
   // the checkpoint holds replicas; else this rank's rank_slice of `total`, compact).
   std::string read_resized(const std::string& folder, const CheckpointManifest& manifest,
                            uint64_t total, TrainingState& mine, uint64_t& bytes) const;
+  // Collective: the shared file opened and its size checked on every rank, and agreed, before
+  // the collective open, so a damaged folder never leaves one rank inside HDF5 while the others
+  // have moved on. `problem` is every rank's first one ("" when the file can be read).
+  ReadOnlyFile open_shared_file(const CheckpointFolder& step, const ManifestFile& entry,
+                                std::string& problem) const;
   std::vector<std::pair<int64_t, std::string>> committed() const;  // newest first
   void retain(int64_t newest);
   RankWrite write_part(const TrainingState& state, const std::string& partial);
