@@ -13,6 +13,8 @@
 #include "checkpoint/slices.h"
 #include "checkpoint/store.h"
 #include "common/errors.h"
+#include "mpi/check.h"
+#include "mpi/world.h"
 
 namespace tp {
 namespace {
@@ -65,28 +67,68 @@ std::string read_verified(const std::string& folder, const CheckpointManifest& m
   return "";
 }
 
+// Sends `state` from `root` to every rank, in pieces MPI's int counts can carry.
+void broadcast_state(const World& world, int root, TrainingState& state) {
+  uint64_t sizes[4] = {uint64_t(state.step), state.params.size(), state.moment1.size(),
+                       state.moment2.size()};
+  mpiCheck(MPI_Bcast(sizes, 4, MPI_UINT64_T, root, world.comm));
+  state.step = int64_t(sizes[0]);
+  std::vector<float>* tensors[3] = {&state.params, &state.moment1, &state.moment2};
+  constexpr uint64_t kPiece = uint64_t(1) << 28;
+  for (int t = 0; t < 3; ++t) {
+    tensors[t]->resize(sizes[t + 1]);
+    for (uint64_t at = 0; at < sizes[t + 1]; at += kPiece)
+      mpiCheck(MPI_Bcast(tensors[t]->data() + at, int(std::min(kPiece, sizes[t + 1] - at)),
+                         MPI_FLOAT, root, world.comm));
+  }
+}
+
 }  // namespace
+
+std::string CheckpointStore::read_any_replica(const std::string& folder,
+                                              const CheckpointManifest& manifest,
+                                              TrainingState& mine, uint64_t& bytes) {
+  // Every file is a whole replica: this rank verifies files rank, rank + size, ... (at least one,
+  // so a larger world reads some twice) and keeps the first that verifies. Any one valid replica
+  // is the whole state; a damaged one is named in the report, and the checkpoint still counts.
+  const int old_size = manifest.world_size, rank = world_.rank, size = world_.size;
+  bool valid = false;
+  std::string damage;
+  for (int j = rank % old_size; j < old_size; j += size) {
+    TrainingState state;
+    CheckpointMeta meta;
+    const std::string why = read_verified(folder, manifest, size_t(j), options_.cold_read,
+                                          valid ? state : mine, meta, bytes);
+    if (!why.empty()) damage += (damage.empty() ? "" : "\n") + why;
+    valid = valid || why.empty();
+    if (rank >= old_size) break;
+  }
+  // The lowest rank holding a valid replica gives it to the ranks without one.
+  int counts[2] = {valid ? rank : size, valid ? 0 : 1};  // {min holder, ranks without}
+  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &counts[0], 1, MPI_INT, MPI_MIN, world_.comm));
+  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &counts[1], 1, MPI_INT, MPI_SUM, world_.comm));
+  if (counts[0] == size) return damage.empty() ? folder + ": no rank read a valid replica" : damage;
+  if (counts[1] > 0) broadcast_state(world_, counts[0], mine);
+  // Rank 0 lists every damaged replica; only a checkpoint with damage pays for the gather.
+  int damaged = damage.empty() ? 0 : 1;
+  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &damaged, 1, MPI_INT, MPI_SUM, world_.comm));
+  if (damaged > 0)
+    for (const std::string& text : gather_strings_at_root(world_, damage))
+      for (size_t start = 0; start < text.size();) {
+        const size_t end = std::min(text.find('\n', start), text.size());
+        damaged_replicas_.push_back(text.substr(start, end - start));
+        start = end + 1;
+      }
+  return "";
+}
 
 std::string CheckpointStore::read_resized(const std::string& folder,
                                           const CheckpointManifest& manifest, uint64_t total,
-                                          TrainingState& mine, uint64_t& bytes) const {
+                                          TrainingState& mine, uint64_t& bytes) {
   const int old_size = manifest.world_size, rank = world_.rank, size = world_.size;
   const Slice wanted = rank_slice(total, rank, size);
   const bool replicas = manifest.layout != "shared-file" && !manifest.shard_optimizer;
-  if (replicas) {
-    // Every file is a whole replica: this rank verifies files rank, rank + size, ... (at least
-    // one, so a larger world reads some twice) and keeps the first.
-    for (int j = rank % old_size, first = 1; j < old_size; j += size, first = 0) {
-      TrainingState state;
-      CheckpointMeta meta;
-      if (std::string why = read_verified(folder, manifest, size_t(j), options_.cold_read,
-                                          first ? mine : state, meta, bytes);
-          !why.empty())
-        return why;
-      if (rank >= old_size) break;
-    }
-    return "";
-  }
+  if (replicas) return read_any_replica(folder, manifest, mine, bytes);
   mine = TrainingState{};
   mine.step = manifest.step;
   if (manifest.layout != "shared-file") {

@@ -219,6 +219,7 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     TrainingState slice_state;
     TrainingState& mine = sliced() && (!shared || resized) ? slice_state : state;
     uint64_t bytes = 0;
+    damaged_replicas_.clear();
     if (problem.empty())
       problem = resized  ? read_resized(folder, manifest, total, mine, bytes)
                 : shared ? read_shared_slab(folder, manifest, slice, mine, bytes)
@@ -253,6 +254,9 @@ std::optional<CheckpointRestore> CheckpointStore::restore(TrainingState& state) 
     mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_UINT64_T, MPI_SUM, world_.comm));
     result.step = state.step;
     result.written_world_size = manifest.world_size;
+    result.damaged_replicas = std::move(damaged_replicas_);
+    for (const std::string& damage : result.damaged_replicas)
+      spdlog::warn("checkpoint {}: a damaged replica, covered by another: {}", folder, damage);
     result.folder = folder;
     result.bytes = bytes;
     result.seconds = slowest;

@@ -96,7 +96,10 @@ struct CheckpointRestore {
   double seconds = 0;                           // slowest rank: read, verify, decode, assemble
   double rank_gbps_min = 0, rank_gbps_max = 0;  // each rank's bytes over its own seconds
   std::vector<std::string> rejected;            // folders renamed *.corrupt, with the reason
-  int written_world_size = 0;                   // the ranks that wrote it (this run's, or not)
+  // Replicas that failed verification in a restore at another world size, which another valid
+  // replica covered (rank 0's list; docs/checkpoint.md).
+  std::vector<std::string> damaged_replicas;
+  int written_world_size = 0;  // the ranks that wrote it (this run's, or not)
   double gbps() const { return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0; }
 };
 
@@ -158,7 +161,12 @@ class CheckpointStore {
   // every file or slab that covers it, each verified whole, into `mine` (the whole replica when
   // the checkpoint holds replicas; else this rank's rank_slice of `total`, compact).
   std::string read_resized(const std::string& folder, const CheckpointManifest& manifest,
-                           uint64_t total, TrainingState& mine, uint64_t& bytes) const;
+                           uint64_t total, TrainingState& mine, uint64_t& bytes);
+  // Collective, replicas at another world size: any one valid replica is the whole state. Each
+  // rank verifies its files; the lowest rank holding a valid one sends it to ranks without; the
+  // damaged ones are listed in damaged_replicas_ on rank 0. A problem only when none is valid.
+  std::string read_any_replica(const std::string& folder, const CheckpointManifest& manifest,
+                               TrainingState& mine, uint64_t& bytes);
   // Collective: the shared file opened and its size checked on every rank, and agreed, before
   // the collective open, so a damaged folder never leaves one rank inside HDF5 while the others
   // have moved on. `problem` is every rank's first one ("" when the file can be read).
@@ -180,6 +188,7 @@ class CheckpointStore {
   CheckpointOptions options_;
   World world_;
   std::string scenario_hash_;
+  std::vector<std::string> damaged_replicas_;  // read_any_replica's, for the restore's result
   const AlignedClock& clock_;
   std::function<void(int64_t, const char*)> fault_hook_;
   std::function<nlohmann::json(int64_t)> manifest_extra_;

@@ -122,6 +122,22 @@ std::string cpu_governor() {
   return governor;
 }
 
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, implementer, part;
+  const auto value = [&line] {
+    const size_t start = line.find_first_not_of(' ', line.find(':') + 1);
+    return start == std::string::npos ? std::string() : line.substr(start);
+  };
+  while (std::getline(in, line)) {
+    if (line.find(':') == std::string::npos) continue;
+    if (line.rfind("model name", 0) == 0) return value();
+    if (implementer.empty() && line.rfind("CPU implementer", 0) == 0) implementer = value();
+    if (part.empty() && line.rfind("CPU part", 0) == 0) part = value();
+  }
+  return implementer.empty() ? "" : "implementer " + implementer + " part " + part;
+}
+
 std::string utc_timestamp() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);

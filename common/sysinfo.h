@@ -18,6 +18,9 @@ std::optional<uint64_t> meminfo_bytes(const std::string& key);
 unsigned online_cpus();
 // The scaling governor of cpu0 ("performance", "powersave"), or empty when not exposed.
 std::string cpu_governor();
+// The CPU's model, as /proc/cpuinfo names it ("model name"; on Arm, the implementer and part);
+// empty when it does not say. Ranks on different models may round differently.
+std::string cpu_model();
 std::string format_cpulist(std::vector<int> ids);
 // "0-3,8" -> {0,1,2,3,8}; an empty or malformed list gives what parsed before the fault.
 std::vector<int> parse_cpulist(const std::string& list);

@@ -1,6 +1,7 @@
 #include "train/faults.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,12 +91,17 @@ bool is_checkpoint_phase(const std::string& phase) {
   return phase.rfind("ckpt-", 0) == 0;
 }
 
-// rank, step and phase of a kill, hang or stop; the phase defaults to compute.
+// Who (rank=R, or host=H for a node), step and phase of a kill, hang, stop or node loss; the
+// phase defaults to compute.
 void parse_victim(FaultSpec& spec, std::map<std::string, std::string>& fields,
                   const std::string& text, const std::string& kind, bool checkpoint_phases) {
+  const std::string who = kind == "node" ? "host" : "rank";
   for (const auto& [key, value] : fields) {
-    if (key == "rank") {
-      spec.rank = int(parse_integer(text, key, value, 0));
+    if (key == who) {
+      if (who == "host")
+        spec.host = value;
+      else
+        spec.rank = int(parse_integer(text, key, value, 0));
     } else if (key == "step") {
       spec.step = parse_integer(text, key, value, 1);
     } else if (key == "phase") {
@@ -109,13 +115,36 @@ void parse_victim(FaultSpec& spec, std::map<std::string, std::string>& fields,
                               : "data, compute, comm, optimizer"));
       spec.phase = value;
     } else {
-      throw UsageError("--fault '" + text + "': unknown key '" + key + "' for " + kind +
-                       " (rank, step, phase)");
+      throw UsageError("--fault '" + text + "': unknown key '" + key + "' for " + kind + " (" +
+                       who + ", step, phase)");
     }
   }
-  if (!fields.count("rank") || !fields.count("step"))
-    throw UsageError("--fault '" + text + "': " + kind + " needs rank=R and step=S");
+  if (!fields.count(who) || !fields.count("step"))
+    throw UsageError("--fault '" + text + "': " + kind + " needs " + who +
+                     (who == "host" ? "=H" : "=R") + " and step=S");
   if (spec.phase.empty()) spec.phase = "compute";
+}
+
+// random:seed=N[,kinds=kill|node|kill+node]: without kinds only a kill is drawn, so a seed given
+// before node losses existed replays the same fault.
+void parse_random(FaultSpec& spec, const std::map<std::string, std::string>& fields,
+                  const std::string& text) {
+  spec.kind = FaultSpec::Kind::random;
+  for (const auto& [key, value] : fields) {
+    if (key == "seed") {
+      spec.seed = uint64_t(parse_integer(text, key, value, 0));
+    } else if (key == "kinds") {
+      if (value != "kill" && value != "node" && value != "kill+node" && value != "node+kill")
+        throw UsageError("--fault '" + text + "': kinds='" + value +
+                         "' is not one of: kill, node, kill+node");
+      spec.may_draw_node = value != "kill";
+      spec.may_draw_kill = value != "node";
+    } else {
+      throw UsageError("--fault '" + text + "': unknown key '" + key +
+                       "' for random (seed, kinds)");
+    }
+  }
+  if (!fields.count("seed")) throw UsageError("--fault '" + text + "': random needs seed=N");
 }
 
 }  // namespace
@@ -174,18 +203,17 @@ FaultSpec parse_fault(const std::string& text) {
     }
     return spec;
   }
+  if (kind == "node") {
+    spec.kind = FaultSpec::Kind::node;
+    parse_victim(spec, fields, text, kind, true);
+    return spec;
+  }
   if (kind == "random") {
-    spec.kind = FaultSpec::Kind::random;
-    for (const auto& [key, value] : fields) {
-      if (key != "seed")
-        throw UsageError("--fault '" + text + "': unknown key '" + key + "' for random (seed)");
-      spec.seed = uint64_t(parse_integer(text, key, value, 0));
-    }
-    if (!fields.count("seed")) throw UsageError("--fault '" + text + "': random needs seed=N");
+    parse_random(spec, fields, text);
     return spec;
   }
   throw UsageError("--fault '" + text + "': unknown fault kind '" + kind +
-                   "' (known: slow, kill, hang, stop, corrupt, random)");
+                   "' (known: slow, kill, hang, stop, node, corrupt, random)");
 }
 
 std::vector<FaultSpec> parse_faults(const std::vector<std::string>& texts) {
@@ -195,11 +223,18 @@ std::vector<FaultSpec> parse_faults(const std::vector<std::string>& texts) {
 }
 
 void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps,
-                     int64_t checkpoint_every) {
+                     int64_t checkpoint_every, const std::vector<std::string>& hosts) {
   for (const auto& f : faults) {
     const bool at_checkpoint =
-        (f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::stop) &&
+        (f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::stop ||
+         f.kind == FaultSpec::Kind::node) &&
         is_checkpoint_phase(f.phase);
+    if (f.kind == FaultSpec::Kind::node && !hosts.empty() &&
+        std::find(hosts.begin(), hosts.end(), f.host) == hosts.end())
+      throw UsageError("--fault '" + f.text + "': host '" + f.host +
+                       "' runs none of this job's ranks, so it can never fire (the hosts: " +
+                       hosts.front() + (hosts.size() > 1 ? " ... " + hosts.back() : "") + ", " +
+                       std::to_string(hosts.size()) + " in all)");
     if (at_checkpoint && checkpoint_every <= 0)
       throw UsageError("--fault '" + f.text + "': " + f.phase +
                        " needs checkpoints (checkpoint.dir and checkpoint.every)");
@@ -231,14 +266,17 @@ uint64_t splitmix64(uint64_t& state) {
 }  // namespace
 
 FaultSpec resolve_random(const FaultSpec& random, int world_size, int64_t steps,
-                         int64_t checkpoint_every) {
+                         int64_t checkpoint_every, const std::vector<std::string>& hosts) {
   uint64_t state = random.seed;
   std::vector<std::string> phases;
   for (const auto& p : kill_phases())
     if (!is_checkpoint_phase(p) || (checkpoint_every > 0 && steps >= checkpoint_every))
       phases.push_back(p);
+  // Only a random that may draw a node draws its kind: a plain seed's draws are unchanged.
+  const bool node = random.may_draw_node && !hosts.empty() &&
+                    (!random.may_draw_kill || splitmix64(state) % 2 == 1);
   FaultSpec kill;
-  kill.kind = FaultSpec::Kind::kill;
+  kill.kind = node ? FaultSpec::Kind::node : FaultSpec::Kind::kill;
   kill.rank = int(splitmix64(state) % uint64_t(world_size));
   kill.phase = phases[splitmix64(state) % phases.size()];
   if (is_checkpoint_phase(kill.phase))
@@ -247,6 +285,13 @@ FaultSpec resolve_random(const FaultSpec& random, int world_size, int64_t steps,
   else
     kill.step = int64_t(1 + splitmix64(state) % uint64_t(steps));
   kill.origin = random.origin;
+  if (node) {
+    kill.host = hosts[size_t(kill.rank) % hosts.size()];
+    kill.rank = -1;
+    kill.text =
+        "node:host=" + kill.host + ",step=" + std::to_string(*kill.step) + ",phase=" + kill.phase;
+    return kill;
+  }
   kill.text = "kill:rank=" + std::to_string(kill.rank) + ",step=" + std::to_string(*kill.step) +
               ",phase=" + kill.phase;
   return kill;
@@ -263,8 +308,11 @@ std::vector<FiredFault> read_fired_faults(const std::string& dir) {
       const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
       if (!json_depth_problem(text).empty()) continue;
       const nlohmann::json j = nlohmann::json::parse(text);
-      fired.push_back({j.at("fault"), j.at("origin"), j.at("kind"), j.at("phase"), j.at("host"),
-                       j.at("rank"), j.at("step"), j.at("unix_time")});
+      FiredFault record{j.at("fault"), j.at("origin"),    j.at("kind"),
+                        j.at("phase"), j.at("host"),      j.at("rank"),
+                        j.at("step"),  j.at("unix_time"), {}};
+      if (j.contains("node_ranks")) record.node_ranks = j["node_ranks"].get<std::vector<int>>();
+      fired.push_back(std::move(record));
     } catch (const std::exception&) {
       // A record cut short by the kill itself is no evidence; it is skipped.
     }
@@ -278,8 +326,9 @@ FaultInjector::FaultInjector(std::vector<FaultSpec> faults, int rank, std::strin
                              std::string record_dir)
     : host_(std::move(host)), record_dir_(std::move(record_dir)), rank_(rank) {
   for (auto& f : faults)
-    if (f.rank == rank && (f.kind == FaultSpec::Kind::slow || f.kind == FaultSpec::Kind::kill ||
-                           f.kind == FaultSpec::Kind::hang || f.kind == FaultSpec::Kind::stop))
+    if ((f.rank == rank && (f.kind == FaultSpec::Kind::slow || f.kind == FaultSpec::Kind::kill ||
+                            f.kind == FaultSpec::Kind::hang || f.kind == FaultSpec::Kind::stop)) ||
+        (f.kind == FaultSpec::Kind::node && f.host == host_))
       mine_.push_back(std::move(f));
 }
 
@@ -291,6 +340,8 @@ const char* fired_kind(FaultSpec::Kind kind) {
       return "kill";
     case FaultSpec::Kind::stop:
       return "stop";
+    case FaultSpec::Kind::node:
+      return "node";
     default:
       return "hang";
   }
@@ -300,16 +351,32 @@ const char* fired_kind(FaultSpec::Kind kind) {
 
 void FaultInjector::fire(const FaultSpec& fault, int64_t step, const std::string& phase) {
   const double now = unix_seconds();
-  const nlohmann::json record{
+  nlohmann::json record{
       {"fault", fault.text}, {"origin", fault.origin}, {"kind", fired_kind(fault.kind)},
       {"rank", rank_},       {"host", host_},          {"step", step},
       {"phase", phase},      {"unix_time", now}};
+  // A node fault: the first of the node's ranks to get here kills them all, itself last.
+  std::vector<NodeProcess> node;
+  if (fault.kind == FaultSpec::Kind::node) {
+    if (node_processes_) node = node_processes_();
+    std::vector<int> ranks = {rank_};
+    for (const NodeProcess& process : node)
+      if (process.rank != rank_) ranks.push_back(process.rank);
+    std::sort(ranks.begin(), ranks.end());
+    record["node_ranks"] = ranks;
+  }
   const std::string path = record_dir_ + "/fault-rank-" + std::to_string(rank_) + ".json";
   const std::string text = record.dump() + "\n";
   try {
     write_file_atomically(path, text);
   } catch (const std::exception&) {
     // The fault fires all the same; the drill then reports it without this record.
+  }
+  if (fault.kind == FaultSpec::Kind::node) {
+    const pid_t self = ::getpid();
+    for (const NodeProcess& process : node)
+      if (process.pid > 0 && process.pid != self) ::kill(pid_t(process.pid), SIGKILL);
+    std::raise(SIGKILL);
   }
   if (fault.kind == FaultSpec::Kind::kill) {
     std::raise(SIGKILL);
@@ -334,6 +401,7 @@ void FaultInjector::at(int64_t step, Phase phase) {
       case FaultSpec::Kind::kill:
       case FaultSpec::Kind::hang:
       case FaultSpec::Kind::stop:
+      case FaultSpec::Kind::node:
         if (f.phase == phase_name(phase)) fire(f, step, f.phase);
         break;
       case FaultSpec::Kind::corrupt:
@@ -345,8 +413,9 @@ void FaultInjector::at(int64_t step, Phase phase) {
 
 void FaultInjector::at_checkpoint(int64_t step, const char* point) {
   for (const auto& f : mine_)
-    if ((f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::stop) && f.step == step &&
-        f.phase == point)
+    if ((f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::stop ||
+         f.kind == FaultSpec::Kind::node) &&
+        f.step == step && f.phase == point)
       fire(f, step, point);
 }
 

@@ -148,6 +148,7 @@ Heartbeat::Heartbeat(std::string dir, int rank, std::string host, NodePlace plac
   fd_ = ::open(node_beats_path(dir_, place_.node_first_rank).c_str(), flags, 0644);
   if (fd_ < 0) throw UsageError("watchdog.dir: cannot write heartbeats in '" + dir_ + "'");
   slot_.rank.store(rank_);
+  slot_.pid.store(int32_t(::getpid()));
   beat(0, "start");
   // Host and pid, so a drill can kill this process from outside (drill.external_kill).
   // The real host name, even when tests pretend otherwise: it is where the process is.
@@ -245,6 +246,17 @@ void Heartbeat::finish() {
   if (place_.region->header().active.fetch_sub(1) == 1)
     fs::remove(node_beats_path(dir_, place_.node_first_rank), ec);
   fs::remove(pid_path(), ec);
+}
+
+std::vector<NodeProcess> Heartbeat::node_processes() const {
+  std::vector<NodeProcess> processes;
+  NodeRegion& region = *place_.region;
+  for (int index = 0; index < region.slots(); ++index) {
+    const BeatSlot& slot = region.slot(index);
+    if (slot.rank.load() >= 0 && slot.pid.load() > 0)
+      processes.push_back({slot.rank.load(), slot.pid.load()});
+  }
+  return processes;
 }
 
 std::string Heartbeat::pid_path() const {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "mpi/comm_deadline.h"
+#include "train/faults.h"
 #include "train/node_region.h"
 
 namespace tp {
@@ -78,6 +79,9 @@ class Heartbeat {
   void tick();
   // The watchdog thread, when it stops on purpose: the counter stops moving, and says why.
   void end_watch();
+  // Every rank of this node that shares its memory, with its process id: whom a node fault
+  // kills (train/faults.h). Node-local: no file or message.
+  std::vector<NodeProcess> node_processes() const;
 
   // Every rank's record, indexed by rank, from the nodes' files: one read per node.
   static std::vector<HeartbeatRecord> read_all(const std::string& dir, int world_size);

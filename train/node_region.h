@@ -24,6 +24,7 @@ struct alignas(64) BeatSlot {
   std::atomic<double> unix_time{0};
   std::atomic<int64_t> liveness{-1};  // the rank's watchdog counts up; -1 until it counts once
   std::atomic<int32_t> watch_ended{0};
+  std::atomic<int32_t> pid{0};  // the rank's process: a node fault kills every one of them
 };
 
 // The node's shared state besides the slots: who publishes, and when the last publish was.

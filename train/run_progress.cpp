@@ -7,9 +7,12 @@
 
 namespace tp {
 
-RunProgress::RunProgress(const std::string& heartbeat_dir, int rank,
+RunProgress::RunProgress(const std::string& heartbeat_dir, int rank, int world_size,
                          const std::optional<CheckpointRestore>& restored)
-    : path_(heartbeat_dir + "/progress.json"), writes_(rank == 0), restored_(restored) {
+    : path_(heartbeat_dir + "/progress.json"),
+      writes_(rank == 0),
+      world_size_(world_size),
+      restored_(restored) {
   write();
 }
 
@@ -22,11 +25,15 @@ void RunProgress::step_ended() {
 void RunProgress::write() const {
   if (!writes_) return;
   using nlohmann::json;
-  const json progress{{"restored_step", restored_ ? json(restored_->step) : json(nullptr)},
-                      {"restore_seconds", restored_ ? json(restored_->seconds) : json(nullptr)},
-                      {"restore_gbps", restored_ ? json(restored_->gbps()) : json(nullptr)},
-                      {"first_step_end_unix",
-                       first_step_end_unix_ > 0 ? json(first_step_end_unix_) : json(nullptr)}};
+  // The world sizes say whether a relaunch after a lost node resized (docs/drills.md).
+  const json progress{
+      {"world_size", world_size_},
+      {"written_world_size", restored_ ? json(restored_->written_world_size) : json(nullptr)},
+      {"restored_step", restored_ ? json(restored_->step) : json(nullptr)},
+      {"restore_seconds", restored_ ? json(restored_->seconds) : json(nullptr)},
+      {"restore_gbps", restored_ ? json(restored_->gbps()) : json(nullptr)},
+      {"first_step_end_unix",
+       first_step_end_unix_ > 0 ? json(first_step_end_unix_) : json(nullptr)}};
   try {
     write_file_atomically(path_, progress.dump() + "\n");
   } catch (const std::exception&) {

@@ -12,7 +12,7 @@ namespace tp {
 class RunProgress {
  public:
   // Writes the record at once (no step completed yet) on rank 0; other ranks write nothing.
-  RunProgress(const std::string& heartbeat_dir, int rank,
+  RunProgress(const std::string& heartbeat_dir, int rank, int world_size,
               const std::optional<CheckpointRestore>& restored);
   // Call at the end of every step: the first call stamps the wall clock and rewrites the record.
   void step_ended();
@@ -24,6 +24,7 @@ class RunProgress {
 
   std::string path_;
   bool writes_;
+  int world_size_;
   std::optional<CheckpointRestore> restored_;
   double first_step_end_unix_ = 0;
 };

@@ -275,9 +275,19 @@ po::options_description drill_options() {
        "relaunches with --resume auto after failures before the drill gives up")
       ("drill.reference_digest", po::value<std::string>()->default_value(""),
        "the final digest of a fault-free run of the same scenario; empty: run the reference first")
-      ("drill.external_kill", po::value<bool>()->default_value(false),
-       "the drill SIGKILLs one rank's process from outside at a step drawn from drill.seed (local "
-       "host only; under Slurm, scancel --signal=KILL the step instead)")
+      ("drill.external_kill", po::value<std::string>()->default_value("false"),
+       "false; true or rank: the drill SIGKILLs one rank's process from outside at a step drawn "
+       "from drill.seed; node: every rank on that rank's host at once. Processes this host can "
+       "signal only (its own, or a test bed sharing its process table); on a real cluster use "
+       "--fault node:host=H,step=S")
+      ("drill.on_node_loss", po::value<std::string>()->default_value("shrink"),
+       "after a lost node: shrink (relaunch on the surviving nodes, fewer ranks), spare (the same "
+       "ranks, the lost host excluded: a spare node takes its place) or wait (the same launch "
+       "again, until drill.max_restarts). Under srun the drill appends --nodes, --ntasks and "
+       "--exclude; another launcher carries {ranks} and {exclude}")
+      ("drill.ranks", po::value<int>()->default_value(0),
+       "the first launch's rank count, for a launcher that carries {ranks} (\"mpirun -np "
+       "{ranks}\"); srun needs none")
       ("drill.seed", po::value<int64_t>()->default_value(0),
        "seed of the drill's own draws (external kill); 0: from the clock. Printed for replay")
       ("drill.run_timeout_s", po::value<double>()->default_value(1800.0),
@@ -427,8 +437,10 @@ std::string fault_grammar() {
          "  corrupt:rank=R,mode=MODE      trainproof drill damages the newest committed\n"
          "                                checkpoint before a relaunch restores it;\n"
          "                                either field may be left out, not both\n"
-         "  random:seed=N                 one kill at a rank, step and phase drawn from\n"
-         "                                seed N\n"
+         "  node:host=H,step=S[,phase=P]  every rank on host H SIGKILLs at once on\n"
+         "                                entering phase P of step S: a lost node\n"
+         "  random:seed=N[,kinds=K]       one kill at a rank, step and phase drawn from\n"
+         "                                seed N; kinds=kill+node may draw a node loss\n"
          "\n"
          "  R     rank >= 0; corrupt: the rank whose file is damaged (default 0; in the\n"
          "        shared-file layout, the shared file)\n"
@@ -439,15 +451,19 @@ std::string fault_grammar() {
          "        ckpt-commit (kill, stop): its files durable, its checksum not yet\n"
          "        reported; on rank 0 after the manifest, before the rename\n"
          "  MODE  flip (default): one byte flipped; truncate: cut to half; delete\n"
+         "  H     a host of the job, as the report's ranks[].host names it\n"
          "  N     seed >= 0; the same seed draws the same kill, so a failure replays\n"
+         "  K     kill (default), node, or kill+node\n"
          "\n"
-         "A fault that can never fire (a rank outside the world, a step past train.steps,\n"
-         "a checkpoint phase at a step without a checkpoint) is an error. Examples:\n"
+         "A fault that can never fire (a rank outside the world, a host that runs no\n"
+         "rank, a step past train.steps, a checkpoint phase at a step without a\n"
+         "checkpoint) is an error. Examples:\n"
          "  --fault slow:rank=1,ms=20\n"
          "  --fault kill:rank=0,step=8,phase=ckpt-commit\n"
          "  --fault hang:rank=1,step=5,phase=comm\n"
          "  --fault stop:rank=2,step=5,phase=comm\n"
          "  --fault corrupt:rank=1,mode=truncate\n"
+         "  --fault node:host=node07,step=20,phase=ckpt-write\n"
          "  --fault random:seed=3\n";
 }
 }  // namespace tp

@@ -66,6 +66,7 @@ std::optional<std::string> describe_fired(const FiredFault& fired,
   failure.kind = fired.kind;
   failure.fault_unix = fired.unix_time;
   if (fired.kind == "hang" || fired.kind == "stop") return locate_hang(fired, abort, failure);
+  if (fired.kind == "node") failure.lost_ranks = fired.node_ranks;
   failure.detected = true;
   failure.rank = fired.rank;
   failure.host = fired.host;
@@ -76,8 +77,11 @@ std::optional<std::string> describe_fired(const FiredFault& fired,
 
 void describe_external_kill(const DrillExternalKill& kill,
                             const std::vector<HeartbeatRecord>& heartbeats, DrillFailure& failure) {
-  failure.kind = "external-kill";
-  failure.fault = "SIGKILL from the drill";
+  const bool node = !kill.node_ranks.empty();
+  failure.kind = node ? "external-node" : "external-kill";
+  failure.fault = node ? "SIGKILL from the drill of every rank on " + kill.host
+                       : std::string("SIGKILL from the drill");
+  failure.lost_ranks = kill.node_ranks;
   failure.fault_unix = kill.unix_time;
   failure.detected = true;
   failure.rank = kill.rank;
@@ -86,6 +90,18 @@ void describe_external_kill(const DrillExternalKill& kill,
     failure.step = heartbeats[size_t(kill.rank)].step;
     failure.phase = heartbeats[size_t(kill.rank)].phase;
   }
+}
+
+// Every rank a node fault killed. Two ranks of the node may reach its point together, and a rank
+// that could not share its node's memory fires alone: each leaves a record.
+std::vector<int> node_ranks_killed(const std::vector<FiredFault>& fired) {
+  std::vector<int> ranks;
+  for (const FiredFault& record : fired)
+    if (record.kind == "node" && record.origin == fired.front().origin)
+      ranks.insert(ranks.end(), record.node_ranks.begin(), record.node_ranks.end());
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
 }
 
 }  // namespace
@@ -120,6 +136,7 @@ std::optional<AbortRecord> abort_record_from(const json& record) {
 std::optional<RestoreProgress> restore_progress_from(const json& progress) {
   if (!progress.is_object()) return std::nullopt;
   RestoreProgress restore;
+  if (const auto size = integer_in(progress, "world_size")) restore.world_size = int(*size);
   restore.restored_step = integer_in(progress, "restored_step");
   restore.restore_gbps = number_in(progress, "restore_gbps");
   restore.first_step_end_unix = number_in(progress, "first_step_end_unix");
@@ -136,9 +153,10 @@ LaunchEnd launch_end(int exit_code, bool wrote_report) {
 std::optional<ClassifiedFailure> classify_failure(const LaunchEvidence& evidence) {
   ClassifiedFailure classified;
   DrillFailure& failure = classified.failure;
-  if (!evidence.fired.empty())
+  if (!evidence.fired.empty()) {
     classified.problem = describe_fired(evidence.fired.front(), evidence.abort, failure);
-  else if (evidence.external_kill)
+    if (failure.kind == "node") failure.lost_ranks = node_ranks_killed(evidence.fired);
+  } else if (evidence.external_kill)
     describe_external_kill(*evidence.external_kill, evidence.heartbeats, failure);
   else
     return std::nullopt;

@@ -12,7 +12,9 @@
 #include "app/cli/option_values.h"
 #include "app/cli/output_options.h"
 #include "app/drill/drill_classify.h"
+#include "app/drill/drill_launcher.h"
 #include "app/drill/drill_logic.h"
+#include "app/drill/drill_node_loss.h"
 #include "app/drill/drill_summary.h"
 #include "app/drill/drill_supervisor.h"
 #include "app/drill/drill_trace.h"
@@ -37,7 +39,9 @@ struct DrillOptions {
   int max_restarts = 0;
   double run_timeout_s = 0;
   uint64_t seed = 0;
-  bool external_kill = false;
+  std::string external_kill;  // empty, "rank" or "node"
+  NodeLossAction on_node_loss = NodeLossAction::shrink;
+  int first_ranks = 0;           // drill.ranks: {ranks} of the first launch
   std::string reference_digest;  // given: the reference run is skipped
   std::string report_path;
   SideOutputs outputs;                    // --junit, --metrics, --strict: the drill's own
@@ -62,13 +66,29 @@ void check_launch_options(const DrillOptions& options) {
 // A corrupt fault only shows in a relaunch's restore, so something must fail first.
 void check_corrupt_has_failure(const DrillOptions& options) {
   const bool will_fail =
-      options.external_kill ||
+      !options.external_kill.empty() ||
       std::any_of(options.run_faults.begin(), options.run_faults.end(),
                   [](const FaultSpec& fault) { return fault.kind != FaultSpec::Kind::slow; });
   if (!options.corrupt_faults.empty() && !will_fail)
     throw UsageError("--fault '" + options.corrupt_faults.front().text +
                      "': corrupt damages the checkpoint a relaunch restores, so the drill needs a "
                      "failure too (a kill, hang or random fault, or drill.external_kill=true)");
+}
+
+std::string external_kill_from(const std::string& value) {
+  if (value == "false" || value == "0") return "";
+  if (value == "true" || value == "1" || value == "rank") return "rank";
+  if (value == "node") return "node";
+  throw UsageError("drill.external_kill='" + value + "' is not one of: false, true, rank, node");
+}
+
+// A node fault, a random draw that may be one, or the drill's own node kill.
+bool node_loss_possible(const DrillOptions& options) {
+  return options.external_kill == "node" ||
+         std::any_of(options.run_faults.begin(), options.run_faults.end(), [](const FaultSpec& f) {
+           return f.kind == FaultSpec::Kind::node ||
+                  (f.kind == FaultSpec::Kind::random && f.may_draw_node);
+         });
 }
 
 DrillOptions drill_options_from(const po::variables_map& values) {
@@ -82,7 +102,9 @@ DrillOptions drill_options_from(const po::variables_map& values) {
   // Kept within the option's range, so the printed seed can be given back to replay.
   if (options.seed == 0)
     options.seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) >> 1;
-  options.external_kill = values["drill.external_kill"].as<bool>();
+  options.external_kill = external_kill_from(values["drill.external_kill"].as<std::string>());
+  options.on_node_loss = parse_node_loss_action(values["drill.on_node_loss"].as<std::string>());
+  options.first_ranks = values["drill.ranks"].as<int>();
   options.reference_digest = values["drill.reference_digest"].as<std::string>();
   options.report_path = values["report"].as<std::string>();
   check_output_file("--report", options.report_path);  // before any run, not after all of them
@@ -91,6 +113,8 @@ DrillOptions drill_options_from(const po::variables_map& values) {
     (fault.kind == FaultSpec::Kind::corrupt ? options.corrupt_faults : options.run_faults)
         .push_back(fault);
   check_corrupt_has_failure(options);
+  check_relaunch_launcher(options.launcher, options.first_ranks, options.on_node_loss,
+                          node_loss_possible(options));
   return options;
 }
 
@@ -147,9 +171,11 @@ class FaultedRuns {
         pending_(options.run_faults),
         pending_corrupt_(options.corrupt_faults) {
     std::mt19937_64 draw(options.seed);
-    if (options.external_kill)
-      external_ = ExternalKillPlan{
-          int64_t(2 + draw() % uint64_t(std::max<int64_t>(1, options.train.steps - 2))), draw()};
+    if (!options.external_kill.empty()) {
+      const auto at_step =
+          int64_t(2 + draw() % uint64_t(std::max<int64_t>(1, options.train.steps - 2)));
+      external_ = ExternalKillPlan{at_step, draw(), options.external_kill == "node"};
+    }
   }
 
   // Returns the last launch, whose report (if any) the drill's report extends.
@@ -201,7 +227,9 @@ class FaultedRuns {
   void settle_recovery(const DrillLaunch& relaunch) {
     DrillFailure failure = std::move(*waiting_);
     waiting_.reset();
-    failure.recovery = recovery_from(failure, read_restore_progress(relaunch), expected_restore_);
+    const std::optional<RestoreProgress> progress = read_restore_progress(relaunch);
+    failure.recovery = recovery_from(failure, progress, expected_restore_);
+    if (failure.node_loss && progress) failure.node_loss->world_size_after = progress->world_size;
     if (auto problem = recovery_problem(failure, relaunch.dir))
       result_.problems.push_back(std::move(*problem));
     result_.failures.push_back(std::move(failure));
@@ -222,8 +250,36 @@ class FaultedRuns {
     forget_fired(evidence.fired);
     std::fputs(fired_line(classified->failure).c_str(), stdout);
     std::fflush(stdout);
+    if (!classified->failure.lost_ranks.empty() &&
+        !plan_node_loss(classified->failure, evidence.heartbeats)) {
+      result_.failures.push_back(std::move(classified->failure));
+      return false;
+    }
     prepare_relaunch();
     waiting_ = std::move(classified->failure);
+    return true;
+  }
+
+  // The shape of every launch from here on, after `failure` took a node: drill.on_node_loss
+  // decides it, and the supervisor's launcher carries it. False when no node is left.
+  bool plan_node_loss(DrillFailure& failure, const std::vector<HeartbeatRecord>& heartbeats) {
+    const LaunchShape before =
+        launch_shape(heartbeats, shape_ ? shape_->excluded : std::vector<std::string>{});
+    const int lost = lost_rank_count(failure, heartbeats);
+    const LaunchShape after =
+        shape_after_node_loss(before, failure.host.value_or(""), lost, options_.on_node_loss);
+    failure.node_loss = NodeLossResponse{node_loss_action_name(options_.on_node_loss), before.ranks,
+                                         std::nullopt, after.excluded, ""};
+    if (after.ranks <= 0) {
+      result_.problems.push_back("the lost host " + failure.host.value_or("?") +
+                                 " ran every rank: no node is left to shrink to");
+      return false;
+    }
+    shape_ = after;
+    supervisor_.use_launcher(launcher_for(options_.launcher, shape_, options_.first_ranks));
+    failure.node_loss->launcher = supervisor_.launcher();
+    std::fputs(node_loss_line(failure, lost, after).c_str(), stdout);
+    std::fflush(stdout);
     return true;
   }
 
@@ -272,6 +328,7 @@ class FaultedRuns {
   bool external_done_ = false;
   std::optional<DrillFailure> waiting_;      // a failure whose recovery the next launch shows
   std::optional<int64_t> expected_restore_;  // what that launch must restore
+  std::optional<LaunchShape> shape_;         // after a lost node; unset: the launcher as given
 };
 
 // Writes the drill's report, prints the summary, and returns the exit code.
@@ -303,7 +360,8 @@ int run_drill(const Invocation& invocation) {
               result.folder.c_str(), static_cast<unsigned long long>(options.seed),
               static_cast<unsigned long long>(options.seed));
   const std::string started = utc_timestamp();
-  DrillSupervisor supervisor(options.launcher, result.folder, options.run_timeout_s);
+  DrillSupervisor supervisor(launcher_for(options.launcher, std::nullopt, options.first_ranks),
+                             result.folder, options.run_timeout_s);
   const std::vector<std::string> common = forwarded_options(invocation.options);
 
   result.reference_digest = options.reference_digest;
@@ -317,6 +375,8 @@ int run_drill(const Invocation& invocation) {
   faulted.note_unused_external_kill();
 
   result.final_digest = final_digest_of(final_run.report);
+  result.proof_not_applicable =
+      proof_not_applicable(reference_report, final_run.report, result.failures);
   const json& step_basis = reference_report.is_object() ? reference_report : final_run.report;
   decide_verdict(result, median_step_seconds(step_basis));
   return publish(invocation, options, result, final_run, started);

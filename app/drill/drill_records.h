@@ -24,6 +24,7 @@ struct RestoreProgress {
   std::optional<int64_t> restored_step;  // absent: it started over
   std::optional<double> restore_gbps;
   std::optional<double> first_step_end_unix;  // absent: it never completed a step
+  std::optional<int> world_size;              // its own; absent in a record that predates it
 };
 
 // How the launch after a failure recovered from it.
@@ -37,16 +38,26 @@ struct DrillRecovery {
   std::optional<int64_t> rpo_steps;  // last completed step minus the restored one
 };
 
-// A rank the drill itself killed with SIGKILL (drill.external_kill).
+// A rank, or every rank of a node, the drill itself killed with SIGKILL (drill.external_kill).
 struct DrillExternalKill {
   double unix_time = 0;
   int rank = -1;
   std::string host;
+  std::vector<int> node_ranks;  // drill.external_kill=node: every rank killed, `rank` among them
+};
+
+// What the drill did about a lost node (docs/drills.md, "Losing a node").
+struct NodeLossResponse {
+  std::string action;  // shrink, spare or wait (drill.on_node_loss)
+  int world_size_before = 0;
+  std::optional<int> world_size_after;  // the relaunch's, from its progress record
+  std::vector<std::string> excluded;    // the hosts every later launch leaves out
+  std::string launcher;                 // the relaunch's launcher line
 };
 
 // One failed launch, and what caused it.
 struct DrillFailure {
-  std::string kind;   // kill, hang or external-kill
+  std::string kind;   // kill, hang, stop, node, external-kill or external-node
   std::string fault;  // the spec ("random:seed=3 -> kill:..." when drawn), or the drill's own kill
   double fault_unix = 0;
   bool detected = false;
@@ -57,6 +68,8 @@ struct DrillFailure {
   std::optional<int64_t> step;
   std::optional<std::string> phase;
   std::optional<std::vector<WatchdogNamedRank>> named_by_watchdog;  // hangs only
+  std::vector<int> lost_ranks;                // node losses: every rank of the lost host
+  std::optional<NodeLossResponse> node_loss;  // node losses: how the drill relaunched
   std::optional<int64_t> last_completed_step;
   int exit_code = -1;  // the launcher's
   std::string run;     // the launch's folder
@@ -96,7 +109,10 @@ struct DrillResult {
   std::optional<double> rpo_s;
   std::optional<double> rto_s;  // worst over the failures that recorded one
   double redone_step_seconds = 0;
-  std::string verdict;  // PASS or FAIL
+  // Why the final digest cannot equal the reference's by construction (a resize with a per-rank
+  // batch, data.rank_shift, or mixed CPU models); empty when the bit-exact proof applies.
+  std::string proof_not_applicable;
+  std::string verdict;  // PASS, WARN (the proof does not apply) or FAIL
 };
 
 }  // namespace tp

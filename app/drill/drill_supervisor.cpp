@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "app/drill/drill_logic.h"
@@ -84,31 +85,62 @@ bool every_rank_began(const std::vector<HeartbeatRecord>& heartbeats, int64_t st
   return true;
 }
 
-// Kills one rank of `run` with SIGKILL from outside, once every rank has begun the planned step;
-// records the kill, or why it could not be done, in `run`.
+// Whether `pid` is a rank of `run`: its command line names the launch's heartbeat folder. Where
+// the drill shares a process table with other hosts (a test bed of network namespaces), this is
+// what makes a pid from another host safe to signal.
+bool runs_this_launch(long pid, const DrillLaunch& run) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  const std::string line{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return line.find("--watchdog.dir=" + run.heartbeats()) != std::string::npos;
+}
+
+// The process of `rank`, from the "host pid" file each rank writes beside its heartbeat; nullopt,
+// with `why`, when this supervisor cannot signal it.
+std::optional<pid_t> rank_process(const DrillLaunch& run, int rank, std::string& why) {
+  std::ifstream pid_file(run.heartbeats() + "/pid-rank-" + std::to_string(rank));
+  std::string host;
+  long pid = 0;
+  if (!(pid_file >> host >> pid) || pid <= 0) return std::nullopt;
+  if (host == host_name() || runs_this_launch(pid, run)) return pid_t(pid);
+  why = "rank " + std::to_string(rank) + " runs on " + host +
+        ", which this supervisor cannot signal; under Slurm use scancel --signal=KILL on the job "
+        "step instead, or a node fault (--fault node:host=H,step=S)";
+  return std::nullopt;
+}
+
+// Kills one rank of `run`, or every rank of its host, with SIGKILL from outside once every rank
+// has begun the planned step; records the kill, or why it could not be done, in `run`.
 void try_external_kill(DrillLaunch& run, const ExternalKillPlan& plan) {
   const int ranks = heartbeat_ranks(run.heartbeats());
   if (ranks == 0) return;
-  if (!every_rank_began(Heartbeat::read_all(run.heartbeats(), ranks), plan.at_step)) return;
+  const std::vector<HeartbeatRecord> heartbeats = Heartbeat::read_all(run.heartbeats(), ranks);
+  if (!every_rank_began(heartbeats, plan.at_step)) return;
   const int victim = int(plan.choice % uint64_t(ranks));
-  // Each rank writes "host pid" beside its heartbeat.
-  std::ifstream pid_file(run.heartbeats() + "/pid-rank-" + std::to_string(victim));
-  std::string host;
-  long pid = 0;
-  if (!(pid_file >> host >> pid) || pid <= 0) return;
-  if (host != host_name()) {
-    run.external_kill_failed = "rank " + std::to_string(victim) + " runs on " + host +
-                               ", which this supervisor cannot signal; under Slurm use "
-                               "scancel --signal=KILL on the job step instead";
-    return;
+  // The node is the host as the job sees it (a pretend host in tests), from the heartbeats.
+  const std::string node = heartbeats[size_t(victim)].host;
+  std::vector<int> targets = {victim};
+  if (plan.whole_node) {
+    targets.clear();
+    for (const HeartbeatRecord& heartbeat : heartbeats)
+      if (heartbeat.host == node) targets.push_back(heartbeat.rank);
   }
+  std::vector<pid_t> pids;
+  for (const int rank : targets) {
+    const std::optional<pid_t> pid = rank_process(run, rank, run.external_kill_failed);
+    if (!run.external_kill_failed.empty()) return;
+    if (!pid) return;  // its pid file is not there yet
+    pids.push_back(*pid);
+  }
+  // All at once, as a node that loses power takes its ranks down together.
   const double killed_at = unix_seconds();
-  if (::kill(pid_t(pid), SIGKILL) != 0) {
-    run.external_kill_failed = "kill(" + std::to_string(pid) + ", SIGKILL) of rank " +
-                               std::to_string(victim) + ": " + std::strerror(errno);
-    return;
-  }
-  run.external_kill = DrillExternalKill{killed_at, victim, host};
+  for (size_t i = 0; i < pids.size(); ++i)
+    if (::kill(pids[i], SIGKILL) != 0 && errno != ESRCH) {
+      run.external_kill_failed = "kill(" + std::to_string(pids[i]) + ", SIGKILL) of rank " +
+                                 std::to_string(targets[i]) + ": " + std::strerror(errno);
+      return;
+    }
+  run.external_kill =
+      DrillExternalKill{killed_at, victim, node, plan.whole_node ? targets : std::vector<int>{}};
 }
 
 }  // namespace

@@ -17,8 +17,9 @@ namespace tp {
 
 // When and whom drill.external_kill strikes.
 struct ExternalKillPlan {
-  int64_t at_step = 0;  // once every rank has begun this step
-  uint64_t choice = 0;  // which rank, modulo the world size
+  int64_t at_step = 0;      // once every rank has begun this step
+  uint64_t choice = 0;      // which rank, modulo the world size
+  bool whole_node = false;  // drill.external_kill=node: every rank on that rank's host
 };
 
 // One launch of `train` through the user's launcher.
@@ -48,6 +49,10 @@ class DrillSupervisor {
   // The command, redacted (app/report/redact.h), is printed and kept in command.txt.
   DrillLaunch launch(const std::string& name, const std::vector<std::string>& args,
                      const std::optional<ExternalKillPlan>& external);
+  // The launcher of the launches from here on: a relaunch after a lost node (app/drill/
+  // drill_launcher.h).
+  void use_launcher(std::string launcher) { launcher_ = std::move(launcher); }
+  const std::string& launcher() const { return launcher_; }
 
  private:
   std::string command_for(const DrillLaunch& run, const std::vector<std::string>& args) const;

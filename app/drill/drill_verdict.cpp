@@ -16,6 +16,8 @@ void add_verdict_problems(DrillResult& result) {
   for (const DrillFailure& failure : result.failures)
     if (!failure.detected) result.problems.push_back(failure.kind + " was not detected");
   if (result.digest_match) return;
+  // A digest that cannot match by construction is not a failed proof: the verdict says WARN.
+  if (!result.final_digest.empty() && !result.proof_not_applicable.empty()) return;
   result.problems.push_back(result.final_digest.empty()
                                 ? "the drill never finished a run"
                                 : "final digest " + result.final_digest +
@@ -50,14 +52,16 @@ void decide_verdict(DrillResult& result, double step_p50_s) {
       !result.final_digest.empty() && result.final_digest == result.reference_digest;
   add_verdict_problems(result);
   measure_recovery(result, step_p50_s);
-  result.verdict = result.problems.empty() ? "PASS" : "FAIL";
+  const bool proven = result.digest_match || result.proof_not_applicable.empty();
+  result.verdict = !result.problems.empty() ? "FAIL" : proven ? "PASS" : "WARN";
 }
 
 std::string combined_verdict(const DrillResult& result, const json& final_report) {
   if (!result.problems.empty()) return "FAIL";
   const auto verdict = final_report.is_object() ? final_report.find("verdict") : final_report.end();
-  if (verdict == final_report.end() || !verdict->is_string()) return "PASS";
-  return verdict->get<std::string>();
+  const std::string run =
+      verdict == final_report.end() || !verdict->is_string() ? "PASS" : verdict->get<std::string>();
+  return run == "PASS" && result.verdict == "WARN" ? "WARN" : run;
 }
 
 std::string final_digest_of(const json& report) {

@@ -126,6 +126,7 @@ json rank_json(const RunRecord& run, const RankFigures& f, size_t r) {
           {"device", info.device},
           {"cpu_affinity", info.cpu_affinity},
           {"numa_nodes", info.numa_nodes.empty() ? json(nullptr) : json(info.numa_nodes)},
+          {"cpu_model", info.cpu_model.empty() ? json(nullptr) : json(info.cpu_model)},
           {"gpu", rank_gpu_json(info)},
           {"samples_per_step", share.samples},
           {"p50", p50},

@@ -25,6 +25,7 @@ struct RankInfo {
   std::string device;
   std::string cpu_affinity;
   std::string numa_nodes;
+  std::string cpu_model;  // a drill's bit-exact proof across world sizes needs one model
   double gemm_rate_flops = 0;
   // The GPU it drives (empty uuid on the CPU backend).
   std::string gpu_uuid;

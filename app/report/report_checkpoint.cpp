@@ -117,6 +117,7 @@ json checkpoint_json(const RunRecord& run, const json& stall) {
                  {"seconds", run.restored->seconds},
                  {"restore_gbps", run.restored->gbps()},
                  {"rejected", run.restored->rejected},
+                 {"damaged_replicas", run.restored->damaged_replicas},
                  // A restore at another world size says so (docs/checkpoint.md).
                  {"written_world_size", run.restored->written_world_size},
                  {"world_size", int(run.ranks.size())},

@@ -94,6 +94,8 @@ std::string checkpoint_lines(const json& c) {
                        c.value("cold_read", false) ? " (cold)" : "");
     for (const json& rejected : r.at("rejected"))
       out += "  set aside: " + rejected.get<std::string>() + "\n";
+    for (const json& damaged : r.value("damaged_replicas", json::array()))
+      out += "  damaged replica, another restored: " + damaged.get<std::string>() + "\n";
   }
   return out;
 }

@@ -11,7 +11,7 @@
 namespace tp {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankInfo, rank, host, local_rank, device, cpu_affinity,
-                                   numa_nodes, gemm_rate_flops, gpu_uuid, gpu_pci_bus_id,
+                                   numa_nodes, cpu_model, gemm_rate_flops, gpu_uuid, gpu_pci_bus_id,
                                    gpu_numa_node, cuda_visible_devices)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankLoad, bytes_read, samples_read, reader_busy_s, window_s,
                                    host_ram_bytes, shards_read)
@@ -89,6 +89,7 @@ RunFacts gather_run_facts(const World& world, const Backends& backends, const Tr
   mine.info.device = backends.compute->device();
   mine.info.cpu_affinity = cpu_affinity_list();
   mine.info.numa_nodes = numa_nodes_of(cpu_affinity());
+  mine.info.cpu_model = cpu_model();
   mine.info.gemm_rate_flops = gemm_rate;
   if (backends.placement) {
     mine.info.gpu_uuid = backends.placement->uuid;

@@ -212,12 +212,12 @@ void resolve_faults(TrainConfig& cfg, const World& world) {
                        "applies it");
     if (f.kind == FaultSpec::Kind::random) {
       const std::string seed = f.text;
-      f = resolve_random(f, world.size, cfg.steps, cfg.checkpoint_every);
+      f = resolve_random(f, world.size, cfg.steps, cfg.checkpoint_every, world.hosts);
       if (world.rank == 0) spdlog::warn("fault {} drew {}", seed, f.text);
     }
   }
   // checkpoint.every is 0 without checkpoint.dir (the command line refuses anything else).
-  validate_faults(cfg.faults, world.size, cfg.steps, cfg.checkpoint_every);
+  validate_faults(cfg.faults, world.size, cfg.steps, cfg.checkpoint_every, world.hosts);
 }
 
 BatchSetup make_batch_source(const TrainConfig& cfg, const std::optional<DatasetSpec>& dataset,

@@ -251,6 +251,7 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   if (!cfg.test.skip_clock_alignment) clock.align(world.comm);
   job.mark(kSetupClockAlignment);
   FaultInjector faults(cfg.faults, world.rank, world.host, heartbeat->dir());
+  faults.set_node_processes([&heartbeat] { return heartbeat->node_processes(); });
   std::unique_ptr<CheckpointDriver> checkpoints;
   if (!cfg.checkpoint_dir.empty()) {
     checkpoints = std::make_unique<CheckpointDriver>(cfg, world, clock, faults,
@@ -269,7 +270,7 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   job.mark(kDatasetOpen);
   StepLoop loop(cfg, world.rank, *backends.compute, *backends.comm, *batches.source, faults,
                 *heartbeat, clock);
-  RunProgress progress(heartbeat->dir(), world.rank, run.restored);
+  RunProgress progress(heartbeat->dir(), world.rank, world.size, run.restored);
   watchdog.end_set_up();
   const int64_t first_step = checkpoints ? checkpoints->first_step() : 1;
   const int64_t last_warmup_step = first_step + cfg.warmup_steps - 1;

@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 
-from harness import BIN, MPIEXEC, TINY, CheckpointCase, main, mpirun
+from harness import BIN, MPIEXEC, TINY, CheckpointCase, flip_byte, main, mpirun
 
 LAYOUTS = {
     "file-per-rank": (),
@@ -86,6 +86,33 @@ class Resize(CheckpointCase):
         self.assertEqual(len(restore["rejected"]), 1, restore)
         self.assertIn("rank-00001.h5 fails its xxh3-128 checksum", restore["rejected"][0])
         self.assertEqual(run.report["train"]["final_digest"], self.uninterrupted(2))
+
+    def test_any_one_valid_replica_restores_and_the_damaged_ones_are_named(self):
+        # Full replicas, 4 -> 2: new rank 1 reads old files 1 and 3, and both are damaged; rank
+        # 0's valid replica is the whole state, so checkpoint 8 still counts.
+        folder = self.written(4)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.copytree(folder, self.dir)
+        for rank in (1, 3):
+            flip_byte(os.path.join(self.folder(8), f"rank-0000{rank}.h5"))
+        run = self.train(2, "--resume", "auto")
+        self.assertEqual(run.returncode, 0, run)
+        restore = run.report["checkpoint"]["restore"]
+        self.assertEqual(restore["step"], 8)
+        self.assertEqual(restore["rejected"], [])
+        self.assertEqual(len(restore["damaged_replicas"]), 2, restore)
+        self.assertIn("rank-00001.h5 fails its xxh3-128 checksum", restore["damaged_replicas"][0])
+        self.assertIn("rank-00003.h5", restore["damaged_replicas"][1])
+        self.assertIn("damaged replica, another restored", run.stdout)
+        self.assertEqual(run.report["train"]["final_digest"], self.uninterrupted(2))
+        # With every replica damaged nothing is left to restore from: the previous checkpoint.
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.copytree(folder, self.dir)
+        for rank in range(4):
+            flip_byte(os.path.join(self.folder(8), f"rank-0000{rank}.h5"))
+        run = self.train(2, "--resume", "auto")
+        self.assertEqual(run.returncode, 0, run)
+        self.assertEqual(run.report["checkpoint"]["restore"]["step"], 4)
 
     def test_a_damaged_slab_of_the_shared_file_falls_back_naming_the_slab(self):
         import h5py

@@ -148,7 +148,7 @@ TEST(DrillClassify, ALaunchTheDrillHadToEndWasNotDetected) {
 
 TEST(DrillClassify, ExternalKillIsLocatedFromTheVictimsHeartbeat) {
   tp::LaunchEvidence evidence = died_at_step_10();
-  evidence.external_kill = tp::DrillExternalKill{101.0, 0, "node03"};
+  evidence.external_kill = tp::DrillExternalKill{101.0, 0, "node03", {}};
   const auto classified = tp::classify_failure(evidence);
   ASSERT_TRUE(classified.has_value());
   const tp::DrillFailure& failure = classified->failure;
@@ -164,7 +164,7 @@ TEST(DrillClassify, ExternalKillIsLocatedFromTheVictimsHeartbeat) {
 
 TEST(DrillClassify, ExternalKillOfARankWithoutHeartbeatHasNoStep) {
   tp::LaunchEvidence evidence = died_at_step_10();
-  evidence.external_kill = tp::DrillExternalKill{101.0, 5, "node03"};
+  evidence.external_kill = tp::DrillExternalKill{101.0, 5, "node03", {}};
   const tp::DrillFailure failure = tp::classify_failure(evidence)->failure;
   EXPECT_EQ(failure.rank, 5);
   EXPECT_FALSE(failure.step.has_value());
@@ -174,7 +174,7 @@ TEST(DrillClassify, ExternalKillOfARankWithoutHeartbeatHasNoStep) {
 TEST(DrillClassify, AFiredFaultExplainsTheFailureBeforeAnExternalKill) {
   tp::LaunchEvidence evidence = died_at_step_10();
   evidence.fired = {fired("kill", 1, 10, "compute")};
-  evidence.external_kill = tp::DrillExternalKill{101.0, 0, "node03"};
+  evidence.external_kill = tp::DrillExternalKill{101.0, 0, "node03", {}};
   EXPECT_EQ(tp::classify_failure(evidence)->failure.kind, "kill");
 }
 
@@ -202,7 +202,7 @@ tp::DrillFailure failed_after_step(int64_t last_completed) {
 
 TEST(DrillClassify, RecoveryMeasuresRpoAndRtoFromTheRelaunchsProgress) {
   tp::DrillFailure failure = failed_after_step(9);
-  const tp::RestoreProgress progress{8, 1.25, 103.5};
+  const tp::RestoreProgress progress{8, 1.25, 103.5, 4};
   failure.recovery = tp::recovery_from(failure, progress, 8);
   const tp::DrillRecovery& recovery = *failure.recovery;
   EXPECT_TRUE(recovery.recorded);
@@ -235,7 +235,8 @@ TEST(DrillClassify, ARelaunchWithoutProgressRecordIsAProblem) {
 TEST(DrillClassify, RestoringAnythingButTheNewestValidCheckpointIsAProblem) {
   tp::DrillFailure failure = failed_after_step(9);
   const auto problem_when = [&](std::optional<int64_t> restored, std::optional<int64_t> expected) {
-    failure.recovery = tp::recovery_from(failure, tp::RestoreProgress{restored, {}, {}}, expected);
+    failure.recovery =
+        tp::recovery_from(failure, tp::RestoreProgress{restored, {}, {}, {}}, expected);
     return tp::recovery_problem(failure, "/drill/run-1");
   };
   EXPECT_EQ(problem_when(4, 8),

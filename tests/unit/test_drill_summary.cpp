@@ -104,8 +104,9 @@ TEST(DrillSummary, NamedRanksAndAnUnrecordedRestoreAreFormatted) {
 
 TEST(DrillSummary, DrillSectionHasEveryFieldWithItsValue) {
   const json section = tp::drill_json(passed_drill());
-  EXPECT_EQ(section.size(), 16u);
+  EXPECT_EQ(section.size(), 17u);
   EXPECT_EQ(section["launcher"], "mpirun -np 2");
+  EXPECT_EQ(section["proof_not_applicable"], nullptr);
   EXPECT_EQ(section["folder"], "/ckpt/drill-x");
   EXPECT_EQ(section["seed"], 12969560182361ULL);
   EXPECT_EQ(section["failures"], json::array({tp::failure_json(kill_at_step_12())}));

@@ -150,3 +150,99 @@ TEST(Faults, SlowDelaysOnlyComputeOnItsRank) {
   EXPECT_GE(time(victim, tp::Phase::compute), 30.0);
   EXPECT_TRUE(bystander.empty());
 }
+
+TEST(Faults, ParsesANodeLossByItsHost) {
+  const auto node = tp::parse_fault("node:host=node07,step=20,phase=ckpt-write");
+  EXPECT_EQ(node.kind, tp::FaultSpec::Kind::node);
+  EXPECT_EQ(node.host, "node07");
+  EXPECT_EQ(node.rank, -1);
+  EXPECT_EQ(node.step.value(), 20);
+  EXPECT_EQ(node.phase, "ckpt-write");
+  EXPECT_EQ(tp::parse_fault("node:host=a,step=3").phase, "compute");
+  for (const char* bad : {"node:step=3", "node:host=a", "node:rank=1,step=3",
+                          "node:host=a,step=3,phase=warp", "random:seed=1,kinds=hang"}) {
+    try {
+      tp::parse_fault(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const tp::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+  // A host that runs no rank of the job can never fire.
+  const std::vector<std::string> hosts = {"node01", "node07"};
+  EXPECT_NO_THROW(tp::validate_faults({node}, 4, 20, 10, hosts));
+  try {
+    tp::validate_faults(tp::parse_faults({"node:host=node09,step=2"}), 4, 20, 10, hosts);
+    ADD_FAILURE() << "accepted a host outside the job";
+  } catch (const tp::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'node09' runs none of this job's ranks"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(tp::validate_faults({node}, 4, 20, 0, hosts), tp::UsageError);  // no checkpoints
+}
+
+TEST(Faults, RandomDrawsANodeOnlyWhenAskedAndAPlainSeedReplaysAsBefore) {
+  const std::vector<std::string> hosts = {"n1", "n2", "n3"};
+  int nodes = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const std::string id = std::to_string(seed);
+    // kinds=kill, and no kinds at all, draw exactly what a seed drew before node losses existed.
+    const auto plain = tp::resolve_random(tp::parse_fault("random:seed=" + id), 6, 20, 5, hosts);
+    EXPECT_EQ(plain.text, tp::resolve_random(tp::parse_fault("random:seed=" + id), 6, 20, 5).text);
+    EXPECT_EQ(plain.text, tp::resolve_random(tp::parse_fault("random:seed=" + id + ",kinds=kill"),
+                                             6, 20, 5, hosts)
+                              .text);
+    const auto mixed = tp::resolve_random(tp::parse_fault("random:seed=" + id + ",kinds=kill+node"),
+                                          6, 20, 5, hosts);
+    EXPECT_NO_THROW(tp::validate_faults({mixed}, 6, 20, 5, hosts)) << mixed.text;
+    if (mixed.kind == tp::FaultSpec::Kind::node) {
+      ++nodes;
+      EXPECT_EQ(mixed.text.rfind("node:host=n", 0), 0u) << mixed.text;
+    }
+    EXPECT_EQ(
+        tp::resolve_random(tp::parse_fault("random:seed=" + id + ",kinds=node"), 6, 20, 5, hosts)
+            .kind,
+        tp::FaultSpec::Kind::node);
+  }
+  EXPECT_GT(nodes, 10);  // both kinds are drawn
+  EXPECT_LT(nodes, 50);
+}
+
+TEST(Faults, ANodeLossKillsEveryRankOfTheNodeAtOnceAndRecordsThem) {
+  const std::string dir = ::testing::TempDir() + "faults-node";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  // Two processes of host "h2": a bystander rank, then the rank that reaches the point first.
+  const pid_t bystander = fork();
+  ASSERT_GE(bystander, 0);
+  if (bystander == 0) {
+    pause();
+    _exit(0);
+  }
+  const pid_t victim = fork();
+  ASSERT_GE(victim, 0);
+  if (victim == 0) {
+    tp::FaultInjector faults(tp::parse_faults({"node:host=h2,step=4,phase=comm"}), 3, "h2", dir);
+    faults.set_node_processes([bystander] {
+      return std::vector<tp::NodeProcess>{{2, int(bystander)}, {3, int(getpid())}};
+    });
+    faults.at(4, tp::Phase::compute);  // not its phase
+    faults.at(4, tp::Phase::comm);
+    _exit(7);  // never reached
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(victim, &status, 0), victim);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  ASSERT_EQ(waitpid(bystander, &status, 0), bystander);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  const auto fired = tp::read_fired_faults(dir);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].kind, "node");
+  EXPECT_EQ(fired[0].host, "h2");
+  EXPECT_EQ(fired[0].rank, 3);
+  EXPECT_EQ(fired[0].node_ranks, (std::vector<int>{2, 3}));
+  // A rank of another host holds no part of it.
+  EXPECT_TRUE(tp::FaultInjector(tp::parse_faults({"node:host=h2,step=4"}), 0, "h1", dir).empty());
+  std::filesystem::remove_all(dir);
+}
