@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from harness import TINY
+from harness import TINY, mpirun
 from vcluster_harness import SCRIPTS, WORK, ClusterCase, main, run
 
 TEMPLATES = os.path.abspath(os.path.join(SCRIPTS, "..", "slurm"))
@@ -29,6 +29,16 @@ def wait_for_job(job, seconds):
 
 class Templates(ClusterCase):
     NODES = 3
+    reference = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # The digest is the scenario's at any world size and checkpoint interval: one rank here
+        # gives the drills their reference (REFERENCE_DIGEST), so they skip their own run.
+        whole = mpirun(1)
+        assert whole.returncode == 0, whole
+        cls.reference = whole.report["train"]["final_digest"]
 
     def scenario(self, name, every):
         """tiny.ini with checkpoints every `every` steps: the drill restores from them."""
@@ -66,11 +76,13 @@ class Templates(ClusterCase):
         out = os.path.join(WORK, "drill-spare")
         log = self.submit("drill.sbatch", {
             "SCENARIO": self.scenario("spare", 4), "OUT": out, "COMPUTE_BACKEND": "cpu",
-            "COMM_BACKEND": "mpi", "LOSE_AT": "step=8,phase=ckpt-write"})
+            "COMM_BACKEND": "mpi", "LOSE_AT": "step=8,phase=ckpt-write",
+            "REFERENCE_DIGEST": self.reference})
         report = self.drill_report(out, log)
         drill = report["drill"]
         self.assertEqual(drill["verdict"], "PASS", (drill["problems"], log[-3000:]))
         self.assertTrue(drill["digest_match"])
+        self.assertEqual(drill["reference_digest"], self.reference)
         (failure,) = drill["failures"]
         self.assertEqual((failure["kind"], failure["host"], failure["lost_ranks"]),
                          ("node", "vc-n2", [2, 3]))
@@ -87,7 +99,8 @@ class Templates(ClusterCase):
         out = os.path.join(WORK, "drill-shrink")
         log = self.submit("drill.sbatch", {
             "SCENARIO": self.scenario("shrink", 1), "OUT": out, "COMPUTE_BACKEND": "cpu",
-            "COMM_BACKEND": "mpi", "ON_NODE_LOSS": "shrink", "LOSE_BY": "outside"})
+            "COMM_BACKEND": "mpi", "ON_NODE_LOSS": "shrink", "LOSE_BY": "outside",
+            "REFERENCE_DIGEST": self.reference})
         report = self.drill_report(out, log)
         drill = report["drill"]
         self.assertEqual(drill["verdict"], "PASS", (drill["problems"], log[-3000:]))
