@@ -119,6 +119,10 @@ std::string CheckpointStore::read_any_replica(const std::string& folder,
         damaged_replicas_.push_back(text.substr(start, end - start));
         start = end + 1;
       }
+  // A larger world reads some files twice: each is named once.
+  std::sort(damaged_replicas_.begin(), damaged_replicas_.end());
+  damaged_replicas_.erase(std::unique(damaged_replicas_.begin(), damaged_replicas_.end()),
+                          damaged_replicas_.end());
   return "";
 }
 

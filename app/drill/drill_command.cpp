@@ -76,8 +76,10 @@ void check_corrupt_has_failure(const DrillOptions& options) {
 }
 
 std::string external_kill_from(const std::string& value) {
-  if (value == "false" || value == "0") return "";
-  if (value == "true" || value == "1" || value == "rank") return "rank";
+  // The words a boolean option took before `node` existed still read as they did.
+  if (value == "false" || value == "0" || value == "no" || value == "off") return "";
+  if (value == "true" || value == "1" || value == "yes" || value == "on" || value == "rank")
+    return "rank";
   if (value == "node") return "node";
   throw UsageError("drill.external_kill='" + value + "' is not one of: false, true, rank, node");
 }
@@ -275,12 +277,41 @@ class FaultedRuns {
                                  " ran every rank: no node is left to shrink to");
       return false;
     }
+    written_ranks_ = before.ranks;
     shape_ = after;
     supervisor_.use_launcher(launcher_for(options_.launcher, shape_, options_.first_ranks));
     failure.node_loss->launcher = supervisor_.launcher();
     std::fputs(node_loss_line(failure, lost, after).c_str(), stdout);
+    drop_faults_beyond(after);
     std::fflush(stdout);
     return true;
+  }
+
+  // A fault not yet fired that names a rank beyond the smaller world, or a host left out, can
+  // never fire in the relaunches (the run would refuse it, exit 2): it is dropped, and said so.
+  void drop_faults_beyond(const LaunchShape& shape) {
+    std::erase_if(pending_, [&](const FaultSpec& fault) {
+      const bool gone_rank = fault.rank >= shape.ranks;
+      const bool gone_host = fault.kind == FaultSpec::Kind::node &&
+                             std::find(shape.excluded.begin(), shape.excluded.end(), fault.host) !=
+                                 shape.excluded.end();
+      if (gone_rank || gone_host)
+        std::printf("drill: %s is dropped: %s\n", fault.text.c_str(),
+                    gone_rank
+                        ? ("the relaunch has " + std::to_string(shape.ranks) + " ranks").c_str()
+                        : "its host is left out");
+      return gone_rank || gone_host;
+    });
+  }
+
+  // Whether a corrupt fault's damage sets the newest checkpoint aside in the next restore. At
+  // another world size whole replicas are read as "any one valid file" (docs/checkpoint.md), so
+  // one damaged replica among several is covered by another and the newest still restores.
+  bool damage_sets_newest_aside() const {
+    const bool replicas = options_.train.checkpoint_layout == "file-per-rank" &&
+                          !options_.train.checkpoint_shard_optimizer;
+    const bool resized = shape_ && shape_->ranks != written_ranks_;
+    return !(replicas && resized && written_ranks_ > 1);
   }
 
   // Each fault fires once per drill: a relaunch leaves out those that already fired.
@@ -297,7 +328,7 @@ class FaultedRuns {
     std::vector<int64_t> steps;
     for (const auto& [step, folder] : committed) steps.push_back(step);
     const bool corrupting = !committed.empty() && !pending_corrupt_.empty();
-    expected_restore_ = expected_restore(steps, corrupting);
+    expected_restore_ = expected_restore(steps, corrupting && damage_sets_newest_aside());
     if (corrupting) corrupt_newest(committed.front().second);
   }
 
@@ -329,6 +360,7 @@ class FaultedRuns {
   std::optional<DrillFailure> waiting_;      // a failure whose recovery the next launch shows
   std::optional<int64_t> expected_restore_;  // what that launch must restore
   std::optional<LaunchShape> shape_;         // after a lost node; unset: the launcher as given
+  int written_ranks_ = 0;                    // the ranks of the launch that lost the node
 };
 
 // Writes the drill's report, prints the summary, and returns the exit code.

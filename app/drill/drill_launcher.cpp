@@ -31,6 +31,7 @@ std::string joined(const std::vector<std::string>& words) {
 void check_placeholders(const std::string& launcher) {
   for (size_t open = launcher.find('{'); open != std::string::npos;
        open = launcher.find('{', open + 1)) {
+    if (open > 0 && launcher[open - 1] == '$') continue;  // ${VAR}: the shell's, not the drill's
     const size_t close = launcher.find('}', open);
     const std::string word =
         launcher.substr(open, close == std::string::npos ? std::string::npos : close - open + 1);

@@ -50,10 +50,13 @@ LaunchShape launch_shape(const std::vector<HeartbeatRecord>& heartbeats,
 }
 
 int lost_rank_count(const DrillFailure& failure, const std::vector<HeartbeatRecord>& heartbeats) {
-  if (!failure.lost_ranks.empty()) return int(failure.lost_ranks.size());
-  return int(std::count_if(heartbeats.begin(), heartbeats.end(), [&](const HeartbeatRecord& h) {
-    return h.present && failure.host && h.host == *failure.host;
-  }));
+  // A rank that could not share its node's memory fired alone, and the launcher may have ended
+  // the others before they wrote a record: the heartbeats on the host count them all.
+  const auto on_host =
+      std::count_if(heartbeats.begin(), heartbeats.end(), [&](const HeartbeatRecord& h) {
+        return h.present && failure.host && h.host == *failure.host;
+      });
+  return std::max(int(failure.lost_ranks.size()), int(on_host));
 }
 
 std::string proof_not_applicable(const json& reference, const json& final_run,
@@ -71,10 +74,17 @@ std::string proof_not_applicable(const json& reference, const json& final_run,
       " (" + std::to_string(reference_size) + " ranks, then " + std::to_string(final_size) + ")";
   std::vector<std::string> reasons;
   const int64_t batch_before = global_batch_of(reference), batch_after = global_batch_of(final_run);
+  // Without a reference report, the final run's own record says its batch followed its size.
+  const json::json_pointer set_by("/train/model/batch_set_by");
+  const bool per_rank = final_run.is_object() && final_run.contains(set_by) &&
+                        final_run[set_by] == "model.batch_per_rank";
   if (batch_before > 0 && batch_after > 0 && batch_before != batch_after)
     reasons.push_back("the global batch followed the world size: " + std::to_string(batch_before) +
                       " samples, then " + std::to_string(batch_after) +
                       " (model.batch_per_rank, and no checkpoint to keep it from)");
+  else if (batch_before == 0 && per_rank)
+    reasons.push_back("the global batch followed the world size: model.batch_per_rank x " +
+                      std::to_string(final_size) + " ranks, with no checkpoint to keep it from");
   const json::json_pointer shift("/data/rank_shift");
   if (final_run.is_object() && final_run.contains(shift) && final_run[shift].is_number_integer() &&
       final_run[shift].get<int64_t>() != 0)

@@ -16,8 +16,8 @@ namespace tp {
 LaunchShape launch_shape(const std::vector<HeartbeatRecord>& heartbeats,
                          std::vector<std::string> excluded);
 
-// The ranks a node loss took: those the failure names, else every rank whose heartbeat was on
-// the lost host.
+// The ranks a node loss took: those the failure names, or every rank whose heartbeat was on the
+// lost host, whichever is more.
 int lost_rank_count(const DrillFailure& failure, const std::vector<HeartbeatRecord>& heartbeats);
 
 // Empty when the final digest must equal the reference's; otherwise why it cannot by

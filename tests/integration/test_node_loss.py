@@ -71,6 +71,8 @@ class NodeLoss(unittest.TestCase):
 
     def test_shrink_continues_on_the_surviving_node_to_the_reference_digest(self):
         # Lost in the middle of writing checkpoint 8: it never commits, so 4 is restored, by 2 ranks.
+        # mpirun cannot leave a host out, and pretend hosts are dealt out again at 2 ranks: the
+        # exclusion itself is checked under srun (test_vcluster_drill.py).
         report = self.drill("--fault", f"node:host={SECOND},step=8,phase=ckpt-write")
         failure = self.lost_node(report, "node", "shrink", after=2, restored=4)
         self.assertEqual(failure["rpo_steps"], 4)
@@ -81,6 +83,18 @@ class NodeLoss(unittest.TestCase):
         self.assertIn(f"node         host {SECOND} (2 ranks), step 8 ckpt-write: detected",
                       self.output)
         self.assertIn("shrink 4 -> 2 ranks; restored 4", self.output)
+
+    def test_damage_to_one_replica_and_faults_beyond_the_smaller_world(self):
+        # Checkpoint 8's rank-1 replica is damaged before the relaunch; at 2 ranks any one valid
+        # replica restores it, so 8 (not 4) is expected. The kill aimed at rank 3 can never fire
+        # at 2 ranks: the drill drops it and says so, instead of a relaunch refusing it.
+        report = self.drill("--fault", f"node:host={SECOND},step=10,phase=compute", "--fault",
+                            "corrupt:rank=1,mode=flip", "--fault", "kill:rank=3,step=11")
+        self.lost_node(report, "node", "shrink", after=2, restored=8)
+        (damaged,) = report["checkpoint"]["restore"]["damaged_replicas"]
+        self.assertIn("step-00000008/rank-00001.h5", damaged)
+        self.assertIn("drill: kill:rank=3,step=11 is dropped: the relaunch has 2 ranks",
+                      self.output)
 
     def test_wait_relaunches_at_the_same_size(self):
         report = self.drill("--fault", f"node:host={SECOND},step=10,phase=comm",

@@ -78,6 +78,11 @@ TEST(DrillLauncher, ALauncherThatCannotCarryTheRelaunchIsRefusedBeforeAnythingRu
             }),
             "");
   EXPECT_THROW(tp::parse_node_loss_action("grow"), tp::UsageError);
+  // ${VAR} belongs to the shell that runs the launcher.
+  EXPECT_EQ(usage_error([] {
+              tp::check_relaunch_launcher("mpirun -np ${NP}", 0, NodeLossAction::wait, true);
+            }),
+            "");
 }
 
 TEST(DrillNodeLoss, TheProofAppliesAcrossSizesUnlessTheRunCannotBeTheSame) {
@@ -108,4 +113,27 @@ TEST(DrillNodeLoss, TheProofAppliesAcrossSizesUnlessTheRunCannotBeTheSame) {
   EXPECT_NE(tp::proof_not_applicable(nullptr, shifted, {lost}).find("6 ranks, then 4"),
             std::string::npos);
   EXPECT_EQ(tp::proof_not_applicable(nullptr, shifted, none), "");
+  // Without a reference report, a per-rank batch the final run set itself gives it away.
+  json per_rank = report(4, 8, "X");
+  per_rank["train"]["model"]["batch_set_by"] = "model.batch_per_rank";
+  EXPECT_NE(tp::proof_not_applicable(nullptr, per_rank, {lost}).find("model.batch_per_rank x 4"),
+            std::string::npos);
+  per_rank["train"]["model"]["batch_set_by"] = "the checkpoint: model.batch_per_rank x the 6 ranks";
+  EXPECT_EQ(tp::proof_not_applicable(nullptr, per_rank, {lost}), "");
+}
+
+TEST(DrillNodeLoss, TheLostRanksAreTheMoreOfTheRecordsAndTheHostsHeartbeats) {
+  std::vector<tp::HeartbeatRecord> heartbeats(4);
+  for (int r = 0; r < 4; ++r) {
+    heartbeats[size_t(r)].rank = r;
+    heartbeats[size_t(r)].present = true;
+    heartbeats[size_t(r)].host = r < 2 ? "n1" : "n2";
+  }
+  tp::DrillFailure failure;
+  failure.host = "n2";
+  failure.lost_ranks = {3};  // one rank fired alone; its neighbour died without a record
+  EXPECT_EQ(tp::lost_rank_count(failure, heartbeats), 2);
+  const tp::LaunchShape shape = tp::launch_shape(heartbeats, {"n0"});
+  EXPECT_EQ((std::vector<int>{shape.ranks, shape.nodes}), (std::vector<int>{4, 2}));
+  EXPECT_EQ(shape.excluded, std::vector<std::string>{"n0"});
 }
