@@ -103,16 +103,16 @@ std::string CheckpointStore::read_any_replica(const std::string& folder,
     valid = valid || why.empty();
     if (rank >= old_size) break;
   }
-  // The lowest rank holding a valid replica gives it to the ranks without one.
-  int counts[2] = {valid ? rank : size, valid ? 0 : 1};  // {min holder, ranks without}
-  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &counts[0], 1, MPI_INT, MPI_MIN, world_.comm));
-  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &counts[1], 1, MPI_INT, MPI_SUM, world_.comm));
-  if (counts[0] == size) return damage.empty() ? folder + ": no rank read a valid replica" : damage;
-  if (counts[1] > 0) broadcast_state(world_, counts[0], mine);
+  // One reduction: the lowest rank holding a valid replica, and (negated, so that the minimum
+  // says) whether any rank lacks one and whether any found damage.
+  int agreed[3] = {valid ? rank : size, valid ? 0 : -1, damage.empty() ? 0 : -1};
+  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_INT, MPI_MIN, world_.comm));
+  const int holder = agreed[0];
+  const bool some_lack = agreed[1] < 0, some_damaged = agreed[2] < 0;
+  if (holder == size) return damage.empty() ? folder + ": no rank read a valid replica" : damage;
+  if (some_lack) broadcast_state(world_, holder, mine);
   // Rank 0 lists every damaged replica; only a checkpoint with damage pays for the gather.
-  int damaged = damage.empty() ? 0 : 1;
-  mpiCheck(MPI_Allreduce(MPI_IN_PLACE, &damaged, 1, MPI_INT, MPI_SUM, world_.comm));
-  if (damaged > 0)
+  if (some_damaged)
     for (const std::string& text : gather_strings_at_root(world_, damage))
       for (size_t start = 0; start < text.size();) {
         const size_t end = std::min(text.find('\n', start), text.size());

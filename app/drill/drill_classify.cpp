@@ -66,7 +66,6 @@ std::optional<std::string> describe_fired(const FiredFault& fired,
   failure.kind = fired.kind;
   failure.fault_unix = fired.unix_time;
   if (fired.kind == "hang" || fired.kind == "stop") return locate_hang(fired, abort, failure);
-  if (fired.kind == "node") failure.lost_ranks = fired.node_ranks;
   failure.detected = true;
   failure.rank = fired.rank;
   failure.host = fired.host;

@@ -295,12 +295,12 @@ class FaultedRuns {
       const bool gone_host = fault.kind == FaultSpec::Kind::node &&
                              std::find(shape.excluded.begin(), shape.excluded.end(), fault.host) !=
                                  shape.excluded.end();
-      if (gone_rank || gone_host)
-        std::printf("drill: %s is dropped: %s\n", fault.text.c_str(),
-                    gone_rank
-                        ? ("the relaunch has " + std::to_string(shape.ranks) + " ranks").c_str()
-                        : "its host is left out");
-      return gone_rank || gone_host;
+      if (!gone_rank && !gone_host) return false;
+      const std::string why = gone_rank
+                                  ? "the relaunch has " + std::to_string(shape.ranks) + " ranks"
+                                  : std::string("its host is left out");
+      std::printf("drill: %s is dropped: %s\n", fault.text.c_str(), why.c_str());
+      return true;
     });
   }
 

@@ -53,36 +53,25 @@ TEST(DrillLauncher, SrunGetsItsOwnOptionsAndOtherLaunchersTheirPlaceholders) {
 }
 
 TEST(DrillLauncher, ALauncherThatCannotCarryTheRelaunchIsRefusedBeforeAnythingRuns) {
-  EXPECT_NE(usage_error([] {
-              tp::check_relaunch_launcher("mpirun -np {rank}", 4, NodeLossAction::shrink, false);
-            }).find("'{rank}' is not a placeholder"),
+  // The refusal's message, or "" when the launcher is accepted.
+  const auto refusal = [](const char* launcher, int ranks, NodeLossAction action, bool loss) {
+    return usage_error([&] { tp::check_relaunch_launcher(launcher, ranks, action, loss); });
+  };
+  const auto shrink = NodeLossAction::shrink, spare = NodeLossAction::spare;
+  EXPECT_NE(refusal("mpirun -np {rank}", 4, shrink, false).find("'{rank}' is not a placeholder"),
             std::string::npos);
-  EXPECT_NE(usage_error([] {
-              tp::check_relaunch_launcher("mpirun -np {ranks}", 0, NodeLossAction::shrink, false);
-            }).find("drill.ranks"),
+  EXPECT_NE(refusal("mpirun -np {ranks}", 0, shrink, false).find("drill.ranks"), std::string::npos);
+  EXPECT_NE(refusal("mpirun -np 4", 0, shrink, true).find("drill.on_node_loss=shrink"),
             std::string::npos);
-  EXPECT_NE(usage_error([] {
-              tp::check_relaunch_launcher("mpirun -np 4", 0, NodeLossAction::shrink, true);
-            }).find("drill.on_node_loss=shrink"),
-            std::string::npos);
-  EXPECT_NE(usage_error([] {
-              tp::check_relaunch_launcher("mpirun -np {ranks}", 4, NodeLossAction::spare, true);
-            }).find("{exclude}"),
-            std::string::npos);
-  // What each can express is accepted; without a node loss a fixed launcher is fine.
-  EXPECT_EQ(usage_error([] {
-              tp::check_relaunch_launcher("srun -K1", 0, NodeLossAction::spare, true);
-              tp::check_relaunch_launcher("mpirun -np {ranks}", 4, NodeLossAction::shrink, true);
-              tp::check_relaunch_launcher("mpirun -np 4", 0, NodeLossAction::wait, true);
-              tp::check_relaunch_launcher("mpirun -np 4", 0, NodeLossAction::shrink, false);
-            }),
-            "");
+  EXPECT_NE(refusal("mpirun -np {ranks}", 4, spare, true).find("{exclude}"), std::string::npos);
+  // What each can express is accepted; without a node loss a fixed launcher is fine; ${VAR}
+  // belongs to the shell that runs the launcher.
+  EXPECT_EQ(refusal("srun -K1", 0, spare, true), "");
+  EXPECT_EQ(refusal("mpirun -np {ranks}", 4, shrink, true), "");
+  EXPECT_EQ(refusal("mpirun -np 4", 0, NodeLossAction::wait, true), "");
+  EXPECT_EQ(refusal("mpirun -np 4", 0, shrink, false), "");
+  EXPECT_EQ(refusal("mpirun -np ${NP}", 0, NodeLossAction::wait, true), "");
   EXPECT_THROW(tp::parse_node_loss_action("grow"), tp::UsageError);
-  // ${VAR} belongs to the shell that runs the launcher.
-  EXPECT_EQ(usage_error([] {
-              tp::check_relaunch_launcher("mpirun -np ${NP}", 0, NodeLossAction::wait, true);
-            }),
-            "");
 }
 
 TEST(DrillNodeLoss, TheProofAppliesAcrossSizesUnlessTheRunCannotBeTheSame) {
