@@ -13,12 +13,16 @@
 #include "app/report_command.h"
 #include "app/sweep_command.h"
 #include "app/train_command.h"
+#include "common/crash_report.h"
 #include "common/errors.h"
 #include "common/redact.h"
 
 int main(int argc, char** argv) {
+  tp::install_crash_report();
   try {
     const tp::Invocation inv = tp::parse_invocation(argc, argv);
+    tp::set_crash_subcommand(inv.subcommand.empty() ? "trainproof" : inv.subcommand);
+    tp::set_crash_folder(tp::default_crash_folder(inv.options));
     if (inv.version) {
       std::cout << "trainproof " << tp::build::kVersion << " (" << tp::build::kGitRevision << ")\n";
       return tp::kExitPass;

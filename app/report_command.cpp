@@ -15,6 +15,7 @@
 #include "app/cli/option_values.h"
 #include "app/judge/report_compare.h"
 #include "app/judge/report_merge.h"
+#include "app/report/crash_text.h"
 #include "app/report/gate.h"
 #include "app/report/junit.h"
 #include "app/report/node_actions.h"
@@ -182,6 +183,11 @@ int run_report(const Invocation& inv) {
   if (inv.positional.size() != 1)
     throw UsageError("report needs exactly one FILE operand, got " +
                      std::to_string(inv.positional.size()));
+  // A crashed run leaves no report, only its ranks' crash records beside the heartbeats.
+  if (is_crash_evidence(inv.positional.front())) {
+    std::cout << render_crash_records(read_crash_records(inv.positional.front()));
+    return kExitRuntime;
+  }
   const nlohmann::json report = load_report(inv.positional.front());
   std::cout << render_summary(report) << node_action_lines(visible(report), inv.positional.front());
   return exit_code_for(report["verdict"].get<std::string>());

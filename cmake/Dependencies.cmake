@@ -7,6 +7,17 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
+# libunwind for the crash report's stack (common/crash_stack.cpp), through its generic library:
+# libunwind.so itself also exports _Unwind_RaiseException and friends, and linked directly it would
+# come before libgcc_s in the symbol search and unwind every C++ exception the program throws.
+# Loaded as a dependency of the generic library, it comes after libgcc_s. (Its static archive is
+# not position-independent, so it cannot go into a PIE or the GPU backend.)
+# (pkg-config's libunwind-generic names libunwind too, so the library is found by name.)
+find_library(UNWIND_GENERIC_LIBRARY NAMES unwind-generic REQUIRED)
+find_path(UNWIND_INCLUDE_DIR libunwind.h REQUIRED)
+add_library(trainproof_unwind INTERFACE)
+target_include_directories(trainproof_unwind SYSTEM INTERFACE ${UNWIND_INCLUDE_DIR})
+target_link_libraries(trainproof_unwind INTERFACE ${UNWIND_GENERIC_LIBRARY})
 
 # Debian installs the parallel (Open MPI) HDF5 flavour under its own prefix; prefer it explicitly so
 # a serial HDF5 on the same host is never picked up by accident.

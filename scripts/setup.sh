@@ -13,6 +13,8 @@ packages=(
   libboost-program-options-dev libspdlog-dev
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libopenblas-dev libxxhash-dev libhwloc-dev
+  # The crash report's stack walk and symbol names (common/crash_stack.cpp).
+  libunwind-dev
   python3 clang-format clang-tidy shellcheck
   # g++'s ThreadSanitizer runtime, for scripts/tsan.sh; g++ usually brings it already.
   libtsan2

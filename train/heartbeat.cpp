@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/crash_report.h"
 #include "common/errors.h"
 #include "common/sysinfo.h"
 
@@ -144,6 +145,9 @@ Heartbeat::Heartbeat(std::string dir, int rank, std::string host, NodePlace plac
   fs::create_directory(dir_, ec);  // never its parents: a missing folder is an error
   // An earlier run's verdict in a reused folder is not this run's: the first verdict stands.
   if (rank_ == 0) fs::remove(dir_ + "/abort.json", ec);
+  // This rank's crash record goes here from now on; one left by an earlier run is not this run's.
+  set_crash_folder(dir_);
+  fs::remove(dir_ + "/" + crash_record_name(rank_), ec);
   const int flags = O_WRONLY | O_CREAT | (place_.first_on_node ? O_TRUNC : 0);
   fd_ = ::open(node_beats_path(dir_, place_.node_first_rank).c_str(), flags, 0644);
   if (fd_ < 0) throw UsageError("watchdog.dir: cannot write heartbeats in '" + dir_ + "'");
@@ -266,6 +270,8 @@ std::string Heartbeat::pid_path() const {
 void Heartbeat::remove_folder(bool made_by_this_run) const {
   std::error_code ec;
   if (fs::exists(dir_ + "/abort.json", ec)) return;
+  for (const auto& entry : fs::directory_iterator(dir_, ec))
+    if (entry.path().filename().string().rfind("crash-rank", 0) == 0) return;  // evidence
   if (made_by_this_run) {
     // Another rank may not have removed its own files yet; they are closed or about to be.
     for (const auto& entry : fs::directory_iterator(dir_, ec)) {

@@ -392,7 +392,12 @@ po::options_description test_options() {
       ("test.linger_rank", po::value<int>()->default_value(-1),
        "this rank waits test.linger_s after its last work before it leaves (the negative control "
        "of leaving together)")
-      ("test.linger_s", po::value<double>()->default_value(0.0), "the wait, in seconds");
+      ("test.linger_s", po::value<double>()->default_value(0.0), "the wait, in seconds")
+      ("test.crash_rank", po::value<int>()->default_value(-1),
+       "this rank crashes as the subcommand's work starts, as test.crash says (the crash "
+       "report's cases)")
+      ("test.crash", po::value<std::string>()->default_value("null_call"),
+       "null_call (SIGSEGV at 0x0) or uncaught_exception (an exception escapes a thread)");
   // clang-format on
   return group;
 }

@@ -7,10 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "app/cli/output_options.h"
+#include "common/crash_report.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -36,6 +39,9 @@ int start_mpi(const MpiCommand& command) {
     return kExitRuntime;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // Open MPI installs handlers of its own for the fatal signals in MPI_Init; trainproof's report
+  // names the rank, host and frames, so it takes them back (docs/crash-report.md).
+  install_crash_report();
   return -1;
 }
 
@@ -48,7 +54,21 @@ World make_command_world(const MpiCommand& command) {
   World world = make_world(host);
   init_logging(world.rank, world.host, command.log_level);
   set_identity(world.rank, world.host);
+  set_crash_identity(world.rank, world.host);
   return world;
+}
+
+// test.crash: the crash report's cases, on one rank (mpi_command.h).
+void crash_for_test(const MpiCommand& command, const World& world) {
+  if (world.rank != command.crash_rank) return;
+  if (command.crash == "null_call") {
+    void (*volatile no_function)() = nullptr;
+    no_function();
+  } else if (command.crash == "uncaught_exception") {
+    std::thread([rank = world.rank] {
+      throw std::runtime_error("test.crash=uncaught_exception on rank " + std::to_string(rank));
+    }).join();
+  }
 }
 
 // How long the other ranks wait for rank 0 to print an error everyone found before they exit.
@@ -114,6 +134,16 @@ bool launched_rank_zero() {
 
 }  // namespace
 
+std::string default_crash_folder(const boost::program_options::variables_map& options) {
+  if (options.count("watchdog.dir") && !options["watchdog.dir"].as<std::string>().empty())
+    return options["watchdog.dir"].as<std::string>();
+  std::error_code ec;
+  const std::string report =
+      options.count("report") ? options["report"].as<std::string>() : "trainproof-report.json";
+  const std::filesystem::path beside = std::filesystem::absolute(report, ec).parent_path();
+  return ec ? std::string("trainproof-heartbeats") : (beside / "trainproof-heartbeats").string();
+}
+
 std::string pretend_host(int split_hosts, const std::string& host, int rank, int size) {
   if (split_hosts <= 0) return "";
   const int group = int(int64_t(rank) * std::min(split_hosts, size) / size);
@@ -137,6 +167,7 @@ int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>&
   if (const int failed = start_mpi(command); failed >= 0) return failed;
   try {
     World world = make_command_world(command);
+    crash_for_test(command, world);
     const int code = run_with_agreed_errors(body, world);
     leave_together(command, world);
     const int rank = world.rank, ranks = world.size;

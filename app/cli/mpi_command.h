@@ -23,6 +23,11 @@ struct MpiCommand {
   // leaves, the negative control of leaving together.
   int linger_rank = -1;
   double linger_s = 0;
+  // Test only (test.crash_rank, test.crash): this rank crashes as the body starts, the crash
+  // report's own cases: "null_call" (a call through a null function pointer, SIGSEGV at 0x0),
+  // "uncaught_exception" (an exception escapes a thread: std::terminate, SIGABRT).
+  int crash_rank = -1;
+  std::string crash;
 };
 
 // Runs `body` on every rank and returns the process exit code:
@@ -47,6 +52,10 @@ int exit_with_usage_error(const std::string& message);
 // given (app/cli/output_options.h).
 void agree_outputs_writable(const boost::program_options::variables_map& options,
                             const World& world);
+
+// Where a crash record goes before the command knows its heartbeat folder: watchdog.dir, or
+// trainproof-heartbeats/ beside --report (the heartbeat folder's own default).
+std::string default_crash_folder(const boost::program_options::variables_map& options);
 
 // Test only (test.split_hosts): spreads one machine's ranks evenly over `split_hosts` pretend
 // hosts, "HOST-vnodeK"; "" (the real host) when split_hosts is 0.

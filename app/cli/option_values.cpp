@@ -68,6 +68,8 @@ std::string one_of(const po::variables_map& vm, const char* name,
 void set_test_linger(MpiCommand& command, const boost::program_options::variables_map& vm) {
   command.linger_rank = vm["test.linger_rank"].as<int>();
   command.linger_s = in_range(vm, "test.linger_s", 0, 600, false);
+  command.crash_rank = vm["test.crash_rank"].as<int>();
+  command.crash = one_of(vm, "test.crash", {"null_call", "uncaught_exception"});
 }
 
 }  // namespace tp

@@ -22,7 +22,7 @@ std::string run_id_option(const boost::program_options::variables_map& vm);
 std::string run_id_for(const boost::program_options::variables_map& vm,
                        const std::string& start_time);
 
-// test.linger_rank and test.linger_s into `command`.
+// test.linger_rank, test.linger_s, test.crash_rank and test.crash into `command`.
 void set_test_linger(MpiCommand& command, const boost::program_options::variables_map& vm);
 
 double in_range(const boost::program_options::variables_map& vm, const char* name, double low,
