@@ -38,7 +38,7 @@ std::atomic<bool> crash_installed{false};
 CrashFrame crash_frames[kMaxCrashFrames];
 char crash_line_buffer[1024];
 char crash_frame_buffer[1024];
-char crash_record_buffer[48 * 1024];
+char crash_record_buffer[96 * 1024];  // 48 frames of escaped names and paths fit
 alignas(16) char crash_alternate_stack[64 * 1024];
 
 void copy_crash_text(char* target, size_t capacity, const std::string& text) {

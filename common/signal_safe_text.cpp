@@ -61,13 +61,22 @@ SignalSafeText& SignalSafeText::add_json_string(const char* text) {
   add_char('"');
   for (const char* p = text ? text : ""; *p != '\0'; ++p) {
     const unsigned char c = static_cast<unsigned char>(*p);
+    char unit[6];
+    size_t length = 0;
     if (c == '"' || c == '\\') {
-      add_char('\\').add_char(char(c));
+      unit[length++] = '\\';
+      unit[length++] = char(c);
     } else if (c < 0x20 || c >= 0x7f) {
-      add("\\u00").add_char(kDigits[c >> 4]).add_char(kDigits[c & 0xf]);
+      for (char u : {'\\', 'u', '0', '0', kDigits[c >> 4], kDigits[c & 0xf]}) unit[length++] = u;
     } else {
-      add_char(char(c));
+      unit[length++] = char(c);
     }
+    // An escape goes in whole or not at all: a cut string never ends in half of one.
+    if (size_ + length >= capacity_) {
+      cut_ = true;
+      return *this;
+    }
+    add(unit, length);
   }
   return add_char('"');
 }

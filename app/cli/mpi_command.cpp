@@ -39,8 +39,9 @@ int start_mpi(const MpiCommand& command) {
     return kExitRuntime;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  // Open MPI installs handlers of its own for the fatal signals in MPI_Init; trainproof's report
-  // names the rank, host and frames, so it takes them back (docs/crash-report.md).
+  // Open MPI's opal_init installs its own handler on a fatal signal still at its default, and
+  // another library (a transport, a PMIx plugin) may replace one later: installing again here
+  // keeps trainproof's report, which names the rank, host and frames (docs/crash-report.md).
   install_crash_report();
   return -1;
 }
@@ -169,6 +170,9 @@ int run_mpi_command(const MpiCommand& command, const std::function<int(World&)>&
     World world = make_command_world(command);
     crash_for_test(command, world);
     const int code = run_with_agreed_errors(body, world);
+    // The result line reaches a launcher's pipe before MPI_Finalize and the library teardowns
+    // that follow it, so a crash there still leaves it (docs/crash-report.md).
+    std::fflush(stdout);
     leave_together(command, world);
     const int rank = world.rank, ranks = world.size;
     free_world(world);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "common/errors.h"
@@ -23,6 +24,8 @@ using nlohmann::json;
 
 constexpr const char* kCrashFormat = "trainproof-crash/1";
 constexpr uintmax_t kMaxRecordBytes = 1 << 20;  // a record is a few kB; 48 frames at most
+// Ranks after the full stacks that still get a line of their own.
+constexpr size_t kCrashLines = 16;
 
 bool is_record_name(const std::string& name) {
   return name.rfind("crash-rank", 0) == 0 && name.size() > 15 &&
@@ -126,12 +129,25 @@ std::vector<json> read_crash_records(const std::string& path) {
 std::string render_crash_records(const std::vector<json>& records, size_t full) {
   std::ostringstream out;
   out << "crashed: " << records.size() << (records.size() == 1 ? " rank" : " ranks") << "\n";
-  for (size_t i = 0; i < records.size(); ++i) {
+  for (size_t i = 0; i < records.size() && i < full + kCrashLines; ++i) {
     const json& record = records[i];
     out << (i < full ? "\n" : "") << headline(record) << "\n";
     if (i >= full) continue;
     const json frames = record.value("frames", json::array());
     for (size_t f = 0; f < frames.size(); ++f) out << frame_line(f, frames[f]);
+  }
+  if (records.size() > full + kCrashLines) {
+    // Thousands of crashed ranks: the rest counted by signal, so the text stays a page.
+    std::map<std::string, size_t> by_signal;
+    for (size_t i = full + kCrashLines; i < records.size(); ++i)
+      ++by_signal[text_of(records[i], "signal")];
+    out << records.size() - full - kCrashLines << " more ranks:";
+    const char* separator = " ";
+    for (const auto& [signal, count] : by_signal) {
+      out << separator << count << " " << signal;
+      separator = ", ";
+    }
+    out << "\n";
   }
   if (records.size() > full)
     out << "(stacks of the first " << full << " shown; every record is in its own file)\n";

@@ -8,10 +8,12 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
 import time
 
 from harness import TINY, mpirun
-from vcluster_harness import SCRIPTS, WORK, ClusterCase, main, run
+from vcluster_harness import ENV, SCRIPTS, WORK, ClusterCase, Run, main, run
 
 SRUN = ["srun", "-N2", "-n4", "--mpi=pmix", "-K1"]
 
@@ -105,6 +107,58 @@ class VirtualCluster(ClusterCase):
         self.assertEqual(shifted.report["data"]["rank_shards_read"], ["2,6", "3,7", "0,4", "1,5"])
         own = self.train("own", *shape, "--data.rank_shift=0", "--data.verify=true")
         self.assertEqual(own.report["data"]["rank_shards_read"], ["0,4", "1,5", "2,6", "3,7"])
+
+    def test_a_crashed_rank_on_the_second_node_is_named_with_its_record(self):
+        # docs/crash-report.md under srun: each signal sent to rank 2 (on vc-n2) of a running job,
+        # then a call through a null pointer and an uncaught exception; the line names the rank
+        # and the node, the record lies in the shared heartbeat folder, and srun's exit status
+        # is the signal's.
+        line = re.compile(r"^trainproof: rank 2 on vc-n2 \(train\): (SIG[A-Z]+) at 0x[0-9a-f]+",
+                          re.M)
+        for case in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "null_call",
+                     "uncaught_exception"):
+            with self.subTest(case=case):
+                beats = os.path.join(WORK, f"crash-{case}")
+                expected = {"null_call": "SIGSEGV", "uncaught_exception": "SIGABRT"}.get(case, case)
+                args = [*SRUN, self.bin, "train", "--scenario", self.tiny, "--log.level=warn",
+                        f"--watchdog.dir={beats}", "--report", os.path.join(WORK, "crash.json")]
+                if case in ("null_call", "uncaught_exception"):
+                    ended = run([*args, "--test.crash_rank=2", f"--test.crash={case}"])
+                else:
+                    ended = self.signal_rank_of_running_job(
+                        [*args, "--train.steps=1000000"], beats, 2, getattr(signal, case))
+                self.assertEqual(ended.returncode, 128 + getattr(signal, expected), ended)
+                self.assertEqual(line.findall(ended.stderr), [expected], ended.stderr[-3000:])
+                self.assertRegex(ended.stderr, r"_ZN2tp15on_fatal_signal")
+                with open(os.path.join(beats, "crash-rank2.json")) as f:
+                    record = json.load(f)
+                self.assertEqual((record["signal"], record["host"]), (expected, "vc-n2"))
+                shown = run([self.bin, "report", beats])
+                self.assertEqual(shown.returncode, 3, shown)
+                self.assertIn(f"rank 2 on vc-n2 (train): {expected}", shown.stdout)
+
+    def signal_rank_of_running_job(self, cmd, beats, rank, number):
+        job = subprocess.Popen(cmd, cwd=WORK, env=ENV, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        pid_file = os.path.join(beats, f"pid-rank-{rank}")
+
+        def started():
+            try:
+                with open(pid_file) as f:
+                    return len(f.read().split()) == 2
+            except OSError:
+                return job.poll() is not None
+        try:
+            self.assertTrue(wait_for(started, 120), f"no {pid_file}")
+            self.assertIsNone(job.poll(), job.communicate()[1][-2000:] if job.poll() else "")
+            with open(pid_file) as f:
+                os.kill(int(f.read().split()[1]), number)  # the nodes share the host's pids
+            out, err = job.communicate(timeout=120)
+        finally:
+            if job.poll() is None:
+                job.kill()
+                job.communicate()
+        return Run(job.returncode, out, err, None)
 
     def test_sbatch_template_is_preempted_requeued_and_resumes_bit_exact(self):
         # slurm/train.sbatch as shipped, sized to the 2-CPU nodes from the command line. USR1
