@@ -107,6 +107,7 @@ class TraceSet:
         report's own first, then the merged runs'."""
         self.files = []
         self.notes = []
+        self.refused = {}  # dataset name -> why a trace's dataset of that name is not used
         opened = set()
         for k, places in enumerate(alternatives):
             existing = [p for p in places if os.path.exists(p)]
@@ -147,9 +148,15 @@ class TraceSet:
         return True
 
     def find(self, name):
-        for _, handle in self.files:
+        for path, handle in self.files:
             if name in handle:
-                return handle[name]
+                problem = _layout_problem(handle, name)
+                if problem is None:
+                    return handle[name]
+                note = f"trace {path}: {name} {problem}: not used"
+                if note not in self.notes:
+                    self.notes.append(note)
+                self.refused[name] = note
         return None
 
     def need(self, *names):
@@ -167,6 +174,9 @@ class TraceSet:
             if len(self.notes) > 1:
                 where += f", nor {len(self.notes) - 1} more (the notes list them)"
             return f"needs the trace ({wanted}): {where}"
+        refused = [self.refused[name] for name in names if name in self.refused]
+        if refused:
+            return f"needs {wanted} from the trace; " + refused[0]
         held = ", ".join(path for path, _ in self.files)
         return f"needs {wanted} from the trace; {held} does not hold it"
 
@@ -178,6 +188,76 @@ class TraceSet:
         for _, handle in self.files:
             handle.close()
         self.files = []
+
+
+# The documented layout (docs/report.md, "The trace"): each dataset's kind (f float, i integer,
+# S bytes) and dimensions by name. A crafted or damaged trace (a link out of the file, a group
+# where a dataset should be, the wrong type, dimensions that disagree or would not fit in memory)
+# leaves its plots omitted with the reason, never a traceback or a read of terabytes.
+_PHASES = ("start", "arrival", "data", "compute", "comm_exposed", "optimizer", "checkpoint",
+           "comm", "step")
+TRACE_LAYOUT = {
+    "ranks/host": ("S", ("R",)),
+    "train/step_number": ("i", ("S",)),
+    **{f"train/{p}": ("f", ("R", "S")) for p in _PHASES},
+    "train/bucket_start": ("f", ("R", "S", "B")),
+    "train/bucket_end": ("f", ("R", "S", "B")),
+    "checkpoints/step": ("i", ("C",)),
+    "checkpoints/bytes": ("i", ("C",)),
+    **{f"checkpoints/{t}": ("f", ("C",)) for t in (
+        "serialize_s", "write_s", "fsync_s", "commit_s", "total_s", "stall_s")},
+    "checkpoints/rank_write_gbps": ("f", ("R", "C")),
+    "checkpoints/rank_stall_s": ("f", ("R", "C")),
+    "sweep/op": ("S", ("W",)),
+    "sweep/bytes": ("i", ("W",)),
+    "sweep/in_place": ("i", ("W",)),
+    "sweep/iteration_s": ("f", ("W", "I")),
+    "sweep/rank_iteration_s": ("f", ("R", "W", "I")),
+    "drill/time_unix": ("f", ("E",)),
+    "drill/event": ("S", ("E",)),
+    "drill/launch": ("i", ("E",)),
+    "drill/failure": ("i", ("E",)),
+    "drill/detail": ("S", ("E",)),
+}
+# The dataset that sets each dimension; the others must agree with it.
+_DIMENSION_OWNERS = {"R": "ranks/host", "S": "train/step_number", "C": "checkpoints/step",
+                     "W": "sweep/op", "E": "drill/event"}
+# 4,096 ranks x 10,000 steps x 8 buckets; a larger dataset is not a trace this tool wrote.
+MAX_TRACE_ELEMENTS = 2 ** 29
+MAX_STRING_BYTES = 256
+
+
+def _layout_problem(handle, name, checking=()):
+    """Why `name` in this trace is not the documented dataset, or None when it is."""
+    import h5py
+    parts = name.split("/")
+    for depth in range(1, len(parts) + 1):
+        link = handle.get("/".join(parts[:depth]), getlink=True)
+        if not isinstance(link, h5py.HardLink):
+            return f"is a {type(link).__name__} (a link), not the file's own data"
+    item = handle.get(name)
+    if not isinstance(item, h5py.Dataset):
+        return "is not a dataset"
+    kind, dims = TRACE_LAYOUT.get(name, (None, None))
+    if kind is None:
+        return None
+    if item.dtype.kind != kind and not (kind == "f" and item.dtype.kind == "i"):
+        documented = {"f": "float", "i": "integer", "S": "string"}[kind]
+        return f"has type {item.dtype}, not the documented {documented}"
+    if kind == "S" and item.dtype.itemsize > MAX_STRING_BYTES:
+        return f"holds strings of {item.dtype.itemsize} bytes"
+    if len(item.shape) != len(dims):
+        return f"has {len(item.shape)} dimensions, not {len(dims)}"
+    if item.size > MAX_TRACE_ELEMENTS:
+        return f"holds {item.size} values, more than a trace of this layout can"
+    for size, dim in zip(item.shape, dims):
+        owner = _DIMENSION_OWNERS.get(dim)
+        if owner and owner != name and owner not in checking:
+            if _layout_problem(handle, owner, checking + (name,)) is not None:
+                return f"cannot be checked against {owner}"
+            if handle[owner].shape[0] != size:
+                return f"has {size} along {dim}, where {owner} has {handle[owner].shape[0]}"
+    return None
 
 
 def _text(value):

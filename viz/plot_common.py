@@ -7,6 +7,10 @@ import textwrap
 import matplotlib
 
 matplotlib.use("Agg")
+# Every label holds text from the report (host names, scenario names, reasons): a `$` there must
+# print as itself, never start mathtext, whose parser raises on text like `$\frac` and would end
+# the page or the plot (docs/promises.md, "Hostile input").
+matplotlib.rcParams["text.parse_math"] = False
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter  # noqa: E402
 

@@ -27,12 +27,14 @@ def figures(run, only=None):
         if only and plot not in only:
             continue
         try:
-            made = make(run)
+            for name, figure in make(run):
+                yield plot, name, figure, None
         except Omitted as why:
             yield plot, plot, None, str(why)
-            continue
-        for name, figure in made:
-            yield plot, name, figure, None
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError, OSError) as error:
+            # A report or trace that passed the checks and still cannot be drawn costs this plot
+            # only, with the reason; the page and the other plots are still written.
+            yield plot, plot, None, f"could not be drawn: {type(error).__name__}: {error}"
 
 
 def render_png(run, only=None):
