@@ -84,8 +84,11 @@ std::string as_checksum(const json& value, const std::string& field) {
 std::string as_file_name(const json& value, const std::string& field) {
   const bool plain = value.is_string() && [&] {
     const std::string& name = value.get_ref<const std::string&>();
+    // A control byte (a newline) would also split the reason lines the ranks agree on.
     return !name.empty() && name != "." && name != ".." &&
-           name.find_first_of(std::string("/\0", 2)) == std::string::npos;
+           name.find_first_of(std::string("/\0", 2)) == std::string::npos &&
+           std::none_of(name.begin(), name.end(),
+                        [](unsigned char c) { return c < 0x20 || c == 0x7f; });
   }();
   if (!plain) wrong(field, "a plain file name in the step folder", value);
   return value.get<std::string>();
@@ -127,7 +130,7 @@ std::vector<ManifestFile> rank_files(const json& files) {
     check_rank(entry, where, r);
     // Written since slices exist; the decoded file's own range is what the restore checks.
     if (const json* elements = optional(entry, "elements"))
-      as_elements(*elements, field_name(where, "elements"));
+      file.elements = as_elements(*elements, field_name(where, "elements"));
     parsed.push_back(std::move(file));
   }
   return parsed;
@@ -157,6 +160,37 @@ std::vector<ManifestFile> shared_file(const json& files) {
     file.slabs.push_back(std::move(parsed));
   }
   return {file};
+}
+
+// The elements the rank files say they hold must be what a checkpoint of total_elements holds:
+// every file the whole state (a full replica), or, with the optimizer sharded, ranges that tile
+// [0, total) in rank order. A manifest that disagrees with itself is damage, whatever the files
+// hold. The shared file's slabs are checked against the ranks' slices as they are read.
+void check_element_ranges(const CheckpointManifest& manifest) {
+  if (!manifest.total_elements || manifest.layout != "file-per-rank") return;  // slabs: restore
+  const uint64_t total = *manifest.total_elements;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const ManifestFile& file : manifest.files)
+    if (file.elements) ranges.push_back(*file.elements);
+  if (ranges.empty()) return;  // written before slices existed
+  if (ranges.size() != manifest.files.size())
+    throw Damage{"MANIFEST.json gives the elements of some files and not of others"};
+  uint64_t next = 0;
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    const auto [begin, end] = ranges[r];
+    const bool fits =
+        manifest.shard_optimizer ? begin == next && end <= total : begin == 0 && end == total;
+    if (!fits)
+      throw Damage{"MANIFEST.json says files[" + std::to_string(r) + "] holds elements [" +
+                   std::to_string(begin) + ", " + std::to_string(end) + ") of " +
+                   std::to_string(total) +
+                   (manifest.shard_optimizer ? ", which do not follow the file before"
+                                             : ", not the whole state")};
+    next = end;
+  }
+  if (manifest.shard_optimizer && next != total)
+    throw Damage{"MANIFEST.json's files hold elements [0, " + std::to_string(next) + ") of " +
+                 std::to_string(total)};
 }
 
 std::optional<int64_t> step_of_folder_name(const std::string& name) {
@@ -192,6 +226,7 @@ CheckpointManifest parse_fields(const json& top, const std::string& folder_name)
   const json& files = required(top, "", "files");
   if (!files.is_array()) wrong("files", "an array", files);
   manifest.files = manifest.layout == "shared-file" ? shared_file(files) : rank_files(files);
+  check_element_ranges(manifest);
   // The folder's name, the manifest and (checked as they are decoded) the files must agree on
   // the step: a step-N folder holding another step's checkpoint would restore as that step.
   const std::optional<int64_t> folder_step = step_of_folder_name(folder_name);
@@ -232,6 +267,18 @@ std::string ranks_not_covered(const CheckpointManifest& manifest) {
   if (manifest.files.size() > ranks)
     return "MANIFEST.json lists " + std::to_string(manifest.files.size()) + " files for " +
            std::to_string(ranks) + " ranks";
+  return "";
+}
+
+std::string decoded_disagrees(const std::string& path, int64_t step, uint64_t total_elements,
+                              const CheckpointManifest& manifest) {
+  if (step != manifest.step)
+    return path + " holds step " + std::to_string(step) + "; the manifest says step " +
+           std::to_string(manifest.step);
+  if (manifest.total_elements && total_elements != *manifest.total_elements)
+    return path + " holds a state of " + std::to_string(total_elements) +
+           " elements; the manifest says total_elements " +
+           std::to_string(*manifest.total_elements);
   return "";
 }
 

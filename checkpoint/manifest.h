@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tp {
@@ -18,7 +19,9 @@ struct ManifestSlab {
 struct ManifestFile {
   std::string name;  // a plain name inside the step folder: no separator, never "." or ".."
   uint64_t bytes = 0;
-  std::string xxh3_128;             // file-per-rank: of the whole file
+  std::string xxh3_128;  // file-per-rank: of the whole file
+  // file-per-rank: the elements [begin, end) the file holds, when the manifest says
+  std::optional<std::pair<uint64_t, uint64_t>> elements;
   std::vector<ManifestSlab> slabs;  // shared-file: one per rank
 };
 
@@ -42,5 +45,10 @@ std::string parse_manifest(const std::string& text, const std::string& folder_na
 // world_size ranks and no more, else what is missing. Checked once the world size is known to be
 // the run's, so that a checkpoint of another world size is reported as such.
 std::string ranks_not_covered(const CheckpointManifest& manifest);
+
+// "" when a decoded file's step and total element count are the manifest's, else what differs.
+// The total is checked here rather than against the model: a restore decodes into an empty state.
+std::string decoded_disagrees(const std::string& path, int64_t step, uint64_t total_elements,
+                              const CheckpointManifest& manifest);
 
 }  // namespace tp

@@ -61,9 +61,9 @@ std::string read_verified(const std::string& folder, const CheckpointManifest& m
   } catch (const RuntimeError& e) {
     return e.what();
   }
-  if (meta.step != manifest.step)
-    return path + " holds step " + std::to_string(meta.step) + "; the manifest says step " +
-           std::to_string(manifest.step);
+  if (std::string differs = decoded_disagrees(path, meta.step, meta.total_elements, manifest);
+      !differs.empty())
+    return differs;
   return "";
 }
 
@@ -180,9 +180,9 @@ std::string CheckpointStore::read_resized(const std::string& folder,
     return e.what();
   }
   if (!step.still_names(entry.name, file)) return path + " was replaced while it was read";
-  if (meta.step != manifest.step)
-    return path + " holds step " + std::to_string(meta.step) + "; the manifest says step " +
-           std::to_string(manifest.step);
+  if (std::string differs = decoded_disagrees(path, meta.step, meta.total_elements, manifest);
+      !differs.empty())
+    return differs;
   for (size_t k = 0; k < slabs.size(); ++k) {
     bytes += slabs[k].size() * sizeof(float) * (whole.moment2.empty() ? 2 : 3);
     if (checksums[k] != entry.slabs[owners[k]].xxh3_128)

@@ -140,9 +140,9 @@ std::string CheckpointStore::read_rank_file(const std::string& folder,
   }
   spdlog::debug("restore {}: read+hash {:.3f} s, decode {:.3f} s", path, t1 - t0,
                 clock_.local_now() - t1);
-  if (meta.step != manifest.step)
-    return path + " holds step " + std::to_string(meta.step) + "; the manifest says step " +
-           std::to_string(manifest.step);
+  if (std::string differs = decoded_disagrees(path, meta.step, meta.total_elements, manifest);
+      !differs.empty())
+    return differs;
   if (meta.slice_begin != slice.begin || meta.slice_end != slice.end)
     return path + " holds elements " + elements_text(meta.slice_begin, meta.slice_end) + "; rank " +
            std::to_string(world_.rank) + " needs " + elements_text(slice.begin, slice.end);
@@ -174,9 +174,9 @@ std::string CheckpointStore::read_shared_slab(const std::string& folder,
   spdlog::debug("restore {}: slab of {} bytes read in {:.3f} s", path, bytes,
                 clock_.local_now() - read_start);
   if (!step.still_names(entry.name, file)) return path + " was replaced while it was read";
-  if (meta.step != manifest.step)
-    return path + " holds step " + std::to_string(meta.step) + "; the manifest says step " +
-           std::to_string(manifest.step);
+  if (std::string differs = decoded_disagrees(path, meta.step, meta.total_elements, manifest);
+      !differs.empty())
+    return differs;
   const ManifestSlab& slab = entry.slabs[size_t(world_.rank)];
   if (slab.begin != slice.begin || slab.end != slice.end)
     return path + ": the manifest's slab for rank " + std::to_string(world_.rank) +

@@ -133,7 +133,14 @@ TEST_F(CheckpointStore, ManifestNameLeavingTheFolderFallsBack) {
 }
 
 TEST_F(CheckpointStore, ManifestNamesThatAreNotPlainFallBack) {
-  const std::string names[] = {"..", ".", "", "sub/rank-00000.h5", std::string("rank\0.h5", 8)};
+  const std::string names[] = {"..",
+                               ".",
+                               "",
+                               "sub/rank-00000.h5",
+                               std::string("rank\0.h5", 8),
+                               "rank-00000.h5\n",
+                               "rank\x1b[2J.h5",
+                               "rank\x7f.h5"};
   for (const std::string& name : names) {
     fs::remove_all(dir);
     fs::create_directories(dir);
@@ -338,6 +345,12 @@ INSTANTIATE_TEST_SUITE_P(
         FieldCase{"elements_string", "/files/0/elements", json("all"), "files[0].elements must be"},
         FieldCase{"elements_reversed", "/files/0/elements", json::array({300, 0}),
                   "files[0].elements must be"},
+        FieldCase{"elements_beyond_the_state", "/files/0/elements", json::array({0, 1000000000000}),
+                  "not the whole state"},
+        FieldCase{"elements_short_of_the_state", "/files/0/elements", json::array({0, 1}),
+                  "not the whole state"},
+        FieldCase{"total_elements_other", "/total_elements", json(3),
+                  "files[0] holds elements [0, 300) of 3,"},
         FieldCase{"not_an_object", "", json::array(), "must be an object"}),
     [](const ::testing::TestParamInfo<FieldCase>& info) { return std::string(info.param.label); });
 

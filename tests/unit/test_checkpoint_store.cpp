@@ -164,8 +164,9 @@ TEST_F(CheckpointStore, ManifestTotalThatTheFileDoesNotHoldFallsBack) {
   // manifest says, or a restore would import a state of another shape.
   const std::string why = restore_after_damaging_8(
       [&] { edit_manifest(8, [](json& m) { m["total_elements"] = kElements + 1; }); });
-  EXPECT_EQ(why,
-            folder(8) + ": " + data_file(8) + " holds elements [0, 300); rank 0 needs [0, 301)");
+  EXPECT_EQ(why, folder(8) +
+                     ": MANIFEST.json says files[0] holds elements [0, 300) of 301, not the whole "
+                     "state");
 }
 
 // A manifest that contradicts the run is not damage: it is the wrong run, and a fallback would
