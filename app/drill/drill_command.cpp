@@ -277,9 +277,16 @@ class FaultedRuns {
                                  " ran every rank: no node is left to shrink to");
       return false;
     }
+    std::string relaunch;
+    try {
+      relaunch = launcher_for(options_.launcher, after, options_.first_ranks);
+    } catch (const RuntimeError& e) {
+      result_.problems.push_back(e.what());
+      return false;
+    }
     written_ranks_ = before.ranks;
     shape_ = after;
-    supervisor_.use_launcher(launcher_for(options_.launcher, shape_, options_.first_ranks));
+    supervisor_.use_launcher(relaunch);
     failure.node_loss->launcher = supervisor_.launcher();
     std::fputs(node_loss_line(failure, lost, after).c_str(), stdout);
     drop_faults_beyond(after);

@@ -1,9 +1,11 @@
 #include "app/drill/drill_launcher.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/redact.h"
 
 namespace tp {
 namespace {
@@ -103,8 +105,20 @@ void check_relaunch_launcher(const std::string& launcher, int first_ranks, NodeL
         "or carry {exclude} (the lost hosts, comma-separated)");
 }
 
+bool is_plain_host_name(const std::string& host) {
+  return !host.empty() && host.size() <= 253 && host.front() != '-' &&
+         std::all_of(host.begin(), host.end(), [](unsigned char c) {
+           return std::isalnum(c) || c == '.' || c == '-' || c == '_';
+         });
+}
+
 std::string launcher_for(const std::string& launcher, const std::optional<LaunchShape>& shape,
                          int first_ranks) {
+  for (const std::string& host : shape ? shape->excluded : std::vector<std::string>{})
+    if (!is_plain_host_name(host))
+      throw RuntimeError("the lost host '" + message_text(host) +
+                         "' is not a plain host name; it is not put on the launcher's command "
+                         "line, and the drill does not relaunch");
   const int ranks = shape ? shape->ranks : first_ranks;
   const std::string excluded = shape ? joined(shape->excluded) : "";
   std::string line =

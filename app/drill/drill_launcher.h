@@ -37,7 +37,14 @@ void check_relaunch_launcher(const std::string& launcher, int first_ranks, NodeL
 
 // The launcher line for a launch of `shape` (nullopt: the first launch, as given). Under srun,
 // --nodes, --ntasks and --exclude are appended (later options win); otherwise {ranks} and
-// {exclude} are replaced (the first launch: drill.ranks and nothing).
+// {exclude} are replaced (the first launch: drill.ranks and nothing). The line goes to the
+// shell: an excluded host that is not a plain host name (is_plain_host_name) is a RuntimeError
+// naming it, never a word of the command.
+// Letters, digits, '.', '-' and '_', at most 253 bytes, not starting with '-' (an option to the
+// launcher): what a host name in a heartbeat or progress record must be before the drill puts it
+// on a command line.
+bool is_plain_host_name(const std::string& host);
+
 std::string launcher_for(const std::string& launcher, const std::optional<LaunchShape>& shape,
                          int first_ranks);
 

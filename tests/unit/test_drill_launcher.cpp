@@ -52,6 +52,23 @@ TEST(DrillLauncher, SrunGetsItsOwnOptionsAndOtherLaunchersTheirPlaceholders) {
             "mpirun -np 8 --exclude 'n2'");
 }
 
+TEST(DrillLauncher, ALostHostThatIsNotAHostNameNeverReachesTheShell) {
+  const std::string hostile[] = {"n1;touch /tmp/owned", "$(reboot)", "`id`", "n1 n2", "n1'x",
+                                 "n1\"x",
+                                 "n1\nrm -rf /", "-N999", "n1|cat", "n1&", "n1>f", "", "n1,n2",
+                                 std::string(254, 'a'), "n\xc3\xa9", "n1\\"};
+  for (const std::string& host : hostile) {
+    for (const char* launcher : {"srun --mpi=pmix", "mpirun -np {ranks} --exclude '{exclude}'"}) {
+      const tp::LaunchShape shape{8, 2, {"n2", host}};
+      EXPECT_THROW(tp::launcher_for(launcher, shape, 12), tp::RuntimeError)
+          << launcher << " with " << host;
+    }
+    EXPECT_FALSE(tp::is_plain_host_name(host)) << host;
+  }
+  for (const char* host : {"n2", "gpu-node-017", "node7.cluster.example", "vc_n3", "10.0.0.7"})
+    EXPECT_TRUE(tp::is_plain_host_name(host)) << host;
+}
+
 TEST(DrillLauncher, ALauncherThatCannotCarryTheRelaunchIsRefusedBeforeAnythingRuns) {
   // The refusal's message, or "" when the launcher is accepted.
   const auto refusal = [](const char* launcher, int ranks, NodeLossAction action, bool loss) {
