@@ -1,6 +1,7 @@
 #include "app/accept/accept_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -58,10 +59,15 @@ std::map<std::string, double> stage_times_from(const std::string& text,
     if (std::find(selected.begin(), selected.end(), stage) == selected.end())
       throw UsageError(prefix + "stage " + stage + " is not in accept.stages");
     const std::string number = entry.substr(eq + 1);
+    // Plain decimal only: strtod would also take " 5", "0x10", "inf" and a denormal.
+    const bool decimal =
+        !number.empty() &&
+        (std::isdigit(static_cast<unsigned char>(number[0])) || number[0] == '.') &&
+        number.find_first_not_of("0123456789.eE+-") == std::string::npos;
     char* end = nullptr;
-    const double seconds = std::strtod(number.c_str(), &end);
-    if (number.empty() || *end != '\0' || !(seconds > 0) || seconds > 1e7)
-      throw UsageError(prefix + "seconds must be a number above 0 and at most 1e7");
+    const double seconds = decimal ? std::strtod(number.c_str(), &end) : 0.0;
+    if (!decimal || *end != '\0' || !(seconds >= 0.001) || seconds > 1e7)
+      throw UsageError(prefix + "seconds must be a decimal number from 0.001 to 1e7");
     if (!times.emplace(stage, seconds).second)
       throw UsageError(prefix + "stage " + stage + " is given twice");
   }

@@ -27,7 +27,7 @@ po::options_description accept_options() {
        "(verdict INCOMPLETE, exit 1). 0: no budget")
       ("accept.stage_time_s", po::value<std::string>()->default_value(""),
        "STAGE=SECONDS[,STAGE=SECONDS...], e.g. pairwise=1800,train=900: a stage's own "
-       "deadline, counted from its start. Past it (or past the time budget, whichever comes "
+       "deadline (a decimal number of seconds from 0.001 to 1e7), counted from its start. Past it (or past the time budget, whichever comes "
        "first) the stage stops at its next stop point, as it does when the budget runs out, and "
        "the report names the stage's deadline. Empty: the stages share the budget")
       ("baseline", po::value<std::string>()->default_value("")->value_name("FILE"),

@@ -109,10 +109,20 @@ TEST(AcceptConfig, EachStageMayHaveADeadlineOfItsOwn) {
             "train, restore)");
   EXPECT_EQ(refusal({"--accept.stages=sweep", "--accept.stage_time_s=pairwise=5"}),
             "accept.stage_time_s: 'pairwise=5': stage pairwise is not in accept.stages");
-  for (const char* bad : {"sweep=0", "sweep=-1", "sweep=", "sweep=5s", "sweep=nan", "sweep=1e8"})
+  for (const char* bad :
+       {"sweep=0",           "sweep=-1",     "sweep=",      "sweep=5s",        "sweep=nan",
+        "sweep=1e8",         "sweep=inf",    "sweep=-inf",  "sweep= 5",        "sweep=0x10",
+        "sweep=1e-320",      "sweep=0.0001", "sweep=5\n",   "sweep=$(reboot)", "sweep=`id`",
+        "sweep=1e",          "sweep=+5",     "sweep=1e999", "sweep=5.5.5",     "sweep==5",
+        "sweep=\xef\xbc\x95"})
     EXPECT_EQ(refusal({"--accept.stages=sweep", std::string("--accept.stage_time_s=") + bad}),
               std::string("accept.stage_time_s: '") + bad +
-                  "': seconds must be a number above 0 and at most 1e7");
+                  "': seconds must be a decimal number from 0.001 to 1e7")
+        << bad;
+  EXPECT_EQ(accept({"--accept.stages=sweep", "--accept.stage_time_s=sweep=1e7"}).stage_time_s,
+            (std::map<std::string, double>{{"sweep", 1e7}}));
+  EXPECT_EQ(accept({"--accept.stages=sweep", "--accept.stage_time_s=sweep=.5"}).stage_time_s,
+            (std::map<std::string, double>{{"sweep", 0.5}}));
   EXPECT_EQ(refusal({"--accept.stages=sweep", "--accept.stage_time_s=sweep=1,sweep=2"}),
             "accept.stage_time_s: 'sweep=2': stage sweep is given twice");
 }

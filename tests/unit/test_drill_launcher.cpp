@@ -53,10 +53,22 @@ TEST(DrillLauncher, SrunGetsItsOwnOptionsAndOtherLaunchersTheirPlaceholders) {
 }
 
 TEST(DrillLauncher, ALostHostThatIsNotAHostNameNeverReachesTheShell) {
-  const std::string hostile[] = {"n1;touch /tmp/owned", "$(reboot)", "`id`", "n1 n2", "n1'x",
+  const std::string hostile[] = {"n1;touch /tmp/owned",
+                                 "$(reboot)",
+                                 "`id`",
+                                 "n1 n2",
+                                 "n1'x",
                                  "n1\"x",
-                                 "n1\nrm -rf /", "-N999", "n1|cat", "n1&", "n1>f", "", "n1,n2",
-                                 std::string(254, 'a'), "n\xc3\xa9", "n1\\"};
+                                 "n1\nrm -rf /",
+                                 "-N999",
+                                 "n1|cat",
+                                 "n1&",
+                                 "n1>f",
+                                 "",
+                                 "n1,n2",
+                                 std::string(254, 'a'),
+                                 "n\xc3\xa9",
+                                 "n1\\"};
   for (const std::string& host : hostile) {
     for (const char* launcher : {"srun --mpi=pmix", "mpirun -np {ranks} --exclude '{exclude}'"}) {
       const tp::LaunchShape shape{8, 2, {"n2", host}};
