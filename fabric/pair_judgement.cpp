@@ -92,11 +92,11 @@ PairSpread spread_of(const PairMatrix& m, const std::vector<bool>& suspected) {
   return spread;
 }
 
-Confirmed confirm(double suspect_gbps, double control_gbps, double noise, double flag_fraction,
-                  double fail_fraction) {
+Confirmed confirm(double suspect_gbps, double control_gbps, double noise, const PairLines& lines) {
   if (!(control_gbps > 0)) return Confirmed::transient;
-  if (suspect_gbps < (fail_fraction - noise) * control_gbps) return Confirmed::failed;
-  if (suspect_gbps < (flag_fraction - noise) * control_gbps) return Confirmed::flagged;
+  const double ratio = suspect_gbps / control_gbps;
+  if (ratio < lines.fail_line(noise)) return Confirmed::failed;
+  if (ratio < lines.flag_fraction - noise) return Confirmed::flagged;
   return Confirmed::transient;
 }
 

@@ -3,6 +3,7 @@
 // "Reading the matrix"). A node is judged against the pairs that do not include it, never against
 // all pairs: at 3 nodes a slow node touches 4 of the 6 directed pairs and would drag the median
 // of all of them down with it.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -51,14 +52,24 @@ struct PairSpread {
 };
 PairSpread spread_of(const PairMatrix& bandwidth, const std::vector<bool>& suspected);
 
+// The lines a confirmed suspect is held against (docs/sweep.md, "The rule"). `noise` is the
+// relative spread of the healthy pairs or the chance error of the trial's two medians, whichever is
+// larger. Flagged below (flag_fraction - noise) of the control; failed below (fail_fraction -
+// noise), or below fail_floor whatever the noise: a noise as large as fail_fraction would
+// otherwise take the FAIL line to zero, and a node at a few percent of its control would only
+// WARN. Above noise_bound() the noise rule's FAIL line is under the floor: the measurement is too
+// unreliable for the noise rule to fail anything, which the report names as its own finding.
+struct PairLines {
+  double flag_fraction = 0.8, fail_fraction = 0.5, fail_floor = 0.1;
+  double noise_bound() const { return fail_fraction - fail_floor; }
+  double fail_line(double noise) const { return std::max(fail_fraction - noise, fail_floor); }
+};
+
 // What a suspect's confirmation decides: its figure against its control's, each the median of
-// transfers alternated one for one. Flagged below (flag_fraction - noise) of the control, failed
-// below (fail_fraction - noise), where `noise` is the relative spread of the healthy pairs or the
-// chance error of the two medians, whichever is larger; else transient (the first pass's figure
-// was a moment, not the node or link).
+// transfers alternated one for one; else transient (the first pass's figure was a moment, not the
+// node or link).
 enum class Confirmed { flagged, failed, transient };
-Confirmed confirm(double suspect_gbps, double control_gbps, double noise, double flag_fraction,
-                  double fail_fraction);
+Confirmed confirm(double suspect_gbps, double control_gbps, double noise, const PairLines& lines);
 const char* confirmed_name(Confirmed outcome);  // "flag", "fail", "transient"
 
 // "3.6 MB/s" or "95 GB/s": a bandwidth a person reads at a glance.

@@ -7,7 +7,8 @@
 #
 # Needs root (scripts/vcluster.sh); starts the cluster and always stops it. The build must exist
 # (scripts/build.sh). Each line: case, run, exit code, verdict, flagged nodes, the pass's seconds
-# (confirmation included), and the suspects measured again with their outcome.
+# (confirmation included), the largest noise of a trial with the pairwise_noise check, and the
+# suspects measured again with their outcome.
 set -euo pipefail
 
 RUNS=${1:-20}
@@ -44,8 +45,11 @@ suspects = "; ".join(
     f"{c['kind']} {c['node'] or c['from'] + '->' + c['to']} {c['direction'] or ''}"
     f"{' both-ways' if c['both_ways'] else ''}: {c['outcome']}"
     for rail in p["rails"] for c in rail["confirmations"])
+noise = max((c["noise"] for rail in p["rails"] for c in rail["confirmations"]), default=0)
+checks = {c["name"]: c["status"] for c in r["gate"]["checks"]}
 print(f"{case}\t{run}\trc={rc}\t{r['verdict']}\tflagged={flagged}\tlinks={links}\t"
-      f"pass={p['seconds']:.1f}s\t{suspects or 'no suspect'}")
+      f"pass={p['seconds']:.1f}s\tnoise={100 * noise:.0f}% ({checks.get('pairwise_noise')})\t"
+      f"{suspects or 'no suspect'}")
 PY
 }
 
@@ -68,14 +72,16 @@ rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.stri
 by_case = collections.OrderedDict()
 for row in rows:
     by_case.setdefault(row[0], []).append(row)
-print("case\truns\tonly vc-n3 flagged\ta flag elsewhere\tnot finished\tpass s (median, max)")
+print("case\truns\tonly vc-n3 flagged\tFAIL (exit 1)\ta flag elsewhere\tnot finished\t"
+      "pass s (median, max)")
 for case, runs in by_case.items():
     done = [r for r in runs if len(r) > 6]
     alone = sum(1 for r in done if r[4] == "flagged=vc-n3" and r[5] == "links=0")
     elsewhere = sum(1 for r in done
                     if r[4] not in ("flagged=vc-n3", "flagged=-") or r[5] != "links=0")
+    failed = sum(1 for r in done if r[2] == "rc=1")
     seconds = sorted(float(re.sub("[^0-9.]", "", r[6])) for r in done)
     middle = seconds[len(seconds) // 2] if seconds else float("nan")
-    print(f"{case}\t{len(runs)}\t{alone}\t{elsewhere}\t{len(runs) - len(done)}\t{middle:.1f}, "
+    print(f"{case}\t{len(runs)}\t{alone}\t{failed}\t{elsewhere}\t{len(runs) - len(done)}\t{middle:.1f}, "
           f"{max(seconds, default=float('nan')):.1f}")
 PY

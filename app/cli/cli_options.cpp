@@ -346,7 +346,11 @@ po::options_description sweep_options() {
        "pairwise: a suspect confirmed below this fraction of its control, by more than the "
        "measured noise, is flagged (WARN)")
       ("sweep.fail_fraction", po::value<double>()->default_value(0.5),
-       "pairwise: below this fraction, by more than the noise, a flag is a failure (FAIL)");
+       "pairwise: below this fraction, by more than the noise, a flag is a failure (FAIL)")
+      ("sweep.fail_floor", po::value<double>()->default_value(0.1),
+       "pairwise: below this fraction of its control a confirmed flag is a failure (FAIL) "
+       "whatever the noise; a noise above sweep.fail_fraction - sweep.fail_floor is reported as "
+       "an unreliable measurement (pairwise_noise, WARN)");
   // clang-format on
   return group;
 }

@@ -1,5 +1,7 @@
 #include "app/stages/sweep_config.h"
 
+#include <algorithm>
+
 #include "app/cli/option_values.h"
 #include "common/dtype_names.h"
 #include "common/errors.h"
@@ -71,6 +73,14 @@ SweepConfig sweep_config_from(const po::variables_map& vm) {
     throw UsageError("sweep.fail_fraction=" + exact_number(c.fail_fraction) +
                      " is above sweep.flag_fraction=" + exact_number(c.flag_fraction) +
                      ": a failure must be a flag too");
+  c.fail_floor = in_range(vm, "sweep.fail_floor", 0.0, 1.0, false);
+  // The default floor follows a fail_fraction set below it; a floor given above it is an error.
+  if (vm["sweep.fail_floor"].defaulted()) c.fail_floor = std::min(c.fail_floor, c.fail_fraction);
+  if (c.fail_floor > c.fail_fraction)
+    throw UsageError("sweep.fail_floor=" + exact_number(c.fail_floor) +
+                     " is above sweep.fail_fraction=" + exact_number(c.fail_fraction) +
+                     ": the floor fails what lies below it whatever the noise, so it cannot be "
+                     "above the line the noise rule fails at");
   if (vm.count("gate.min_pair_gbps") && !vm["gate.min_pair_gbps"].defaulted())
     c.confirm_below_gbps = vm["gate.min_pair_gbps"].as<double>();
   if (c.mode == "pairwise" && c.split != "none")

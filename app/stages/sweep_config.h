@@ -17,6 +17,7 @@ struct SweepConfig {
   int pair_iters = 5;
   std::string pair_ranks = "rail";  // rail, node
   double flag_fraction = 0.8, fail_fraction = 0.5;
+  double fail_floor = 0.1;        // below it a confirmed flag fails whatever the noise (PairLines)
   double confirm_below_gbps = 0;  // gate.min_pair_gbps: a pair below it is measured again
   int slow_pair_rank = -1;        // test.slow_pair_rank (world rank), paced to slow_pair_gbps
   double slow_pair_gbps = 0.05;

@@ -154,6 +154,13 @@ bool second_trial_needed(const PairConfirmation& c, double flag_fraction) {
   return c.outcome == Confirmed::failed || c.gbps / c.control_gbps >= flag_fraction - 2 * c.noise;
 }
 
+// A trial below the flag line whose noise is above the bound: the noise rule could not have
+// failed it above the floor, so what decided it is the floor, not the noise (docs/sweep.md).
+bool unreliable(double gbps, double control_gbps, double noise, const PairLines& lines) {
+  return control_gbps > 0 && gbps >= 0 && noise > lines.noise_bound() &&
+         gbps / control_gbps < lines.flag_fraction;
+}
+
 }  // namespace
 
 std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor_bytes) {
@@ -187,7 +194,8 @@ std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor
 }
 
 void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,
-                          double flag_fraction, double fail_fraction) {
+                          const PairLines& lines) {
+  record.lines = lines;
   std::vector<PairConfirmation*> in_order;
   for (PairwiseRail& rail : record.rails)
     for (PairConfirmation& c : rail.confirmations) in_order.push_back(&c);
@@ -205,9 +213,9 @@ void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfe
           c.mode == PairMode::one_way ? rail.spread_one_way : rail.spread_both_ways;
       c.noise = std::max(healthy.relative(), median_error(c));
       // A pair below gate.min_pair_gbps is that threshold's to judge (app/judge/gate_judge.cpp).
-      c.outcome = c.kind == "pair"
-                      ? Confirmed::transient
-                      : confirm(c.gbps, c.control_gbps, c.noise, flag_fraction, fail_fraction);
+      c.outcome =
+          c.kind == "pair" ? Confirmed::transient : confirm(c.gbps, c.control_gbps, c.noise, lines);
+      c.unreliable = c.kind != "pair" && unreliable(c.gbps, c.control_gbps, c.noise, lines);
     }
 }
 
@@ -220,11 +228,11 @@ std::vector<PairTrial> plan_second_trials(const PairwiseRecord& record, double f
 }
 
 void record_second_trials(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,
-                          double flag_fraction, double fail_fraction) {
+                          const PairLines& lines) {
   std::vector<std::pair<const PairwiseRail*, PairConfirmation*>> in_order;
   for (PairwiseRail& rail : record.rails)
     for (PairConfirmation& c : rail.confirmations)
-      if (second_trial_needed(c, flag_fraction)) in_order.push_back({&rail, &c});
+      if (second_trial_needed(c, lines.flag_fraction)) in_order.push_back({&rail, &c});
   std::vector<double> control_spread(in_order.size(), 0.0), spread(in_order.size(), 0.0);
   for (const TrialTransfer& t : measured) {
     if (t.trial < 0 || size_t(t.trial) >= in_order.size()) continue;
@@ -241,9 +249,10 @@ void record_second_trials(PairwiseRecord& record, const std::vector<TrialTransfe
     second.control_spread = control_spread[i];
     const PairSpread& healthy =
         c->mode == PairMode::one_way ? rail->spread_one_way : rail->spread_both_ways;
-    const double noise = std::max(healthy.relative(), median_error(second));
-    const Confirmed again =
-        confirm(c->again_gbps, c->again_control_gbps, noise, flag_fraction, fail_fraction);
+    c->again_noise = std::max(healthy.relative(), median_error(second));
+    const Confirmed again = confirm(c->again_gbps, c->again_control_gbps, c->again_noise, lines);
+    c->unreliable =
+        c->unreliable || unreliable(c->again_gbps, c->again_control_gbps, c->again_noise, lines);
     // The milder of the two trials decides: a healthy pair caught twice is unlikely.
     if (again == Confirmed::transient || c->outcome == Confirmed::transient)
       c->outcome = Confirmed::transient;

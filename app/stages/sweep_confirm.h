@@ -18,7 +18,7 @@ std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor
 
 // The trials' transfers, gathered from their receivers, into the confirmations, each decided.
 void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,
-                          double flag_fraction, double fail_fraction);
+                          const PairLines& lines);
 
 // The trials of the flags that lie within one noise of the line (their ratio to the control at or
 // above flag_fraction - 2 x noise), to be measured a second time, in order.
@@ -26,6 +26,6 @@ std::vector<PairTrial> plan_second_trials(const PairwiseRecord& record, double f
 
 // The second trials' transfers: a flag stands only if its second trial flags it too.
 void record_second_trials(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,
-                          double flag_fraction, double fail_fraction);
+                          const PairLines& lines);
 
 }  // namespace tp

@@ -248,12 +248,13 @@ void confirm_suspects(PairwiseRecord& record, const SweepConfig& cfg, const Worl
   if (world.rank == 0) text = trials_text(plan_confirmations(record, plan.floor_bytes));
   int64_t beats = int64_t(rounds);
   const auto first = run_trials(text, world, collective, plan, record.confirm_iters, beats);
+  const PairLines lines{cfg.flag_fraction, cfg.fail_fraction, cfg.fail_floor};
   if (world.rank == 0) {
-    record_confirmations(record, first, cfg.flag_fraction, cfg.fail_fraction);
+    record_confirmations(record, first, lines);
     text = trials_text(plan_second_trials(record, cfg.flag_fraction));
   }
   const auto second = run_trials(text, world, collective, plan, record.confirm_iters, beats);
-  if (world.rank == 0) record_second_trials(record, second, cfg.flag_fraction, cfg.fail_fraction);
+  if (world.rank == 0) record_second_trials(record, second, lines);
 }
 
 }  // namespace

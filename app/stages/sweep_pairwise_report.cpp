@@ -73,11 +73,20 @@ std::string suspect_name(const PairwiseRecord& record, const PairwiseRail& rail,
   return "link " + where(record, rail, c.from) + " -> " + where(record, rail, c.to);
 }
 
+// A failure the noise rule alone would not have made: its trial lies below the floor.
+bool failed_by_floor(const PairwiseRecord& record, const PairConfirmation& c) {
+  return c.outcome == Confirmed::failed && c.control_gbps > 0 &&
+         c.gbps / c.control_gbps >= record.lines.fail_fraction - c.noise;
+}
+
 // A confirmed flag's reason: the figures it rests on, the confirmation's first.
 std::string flag_reason(const PairwiseRecord& record, const PairwiseRail& rail,
                         const PairConfirmation& c) {
   std::string text =
       suspect_name(record, rail, c) + " " + measured_again(rail, c) + "; " + first_pass(c);
+  if (failed_by_floor(record, c))
+    text += "; below sweep.fail_floor (" + percent_text(record.lines.fail_floor) +
+            " of its control) whatever the noise";
   if (c.kind == "link") text += "; both nodes are otherwise fine";
   return text + " (" + mode_text(c.mode) + ")";
 }
@@ -86,6 +95,27 @@ std::string transient_text(const PairwiseRecord& record, const PairwiseRail& rai
                            const PairConfirmation& c) {
   return "pairwise: " + suspect_name(record, rail, c) + " (" + mode_text(c.mode) +
          "): " + first_pass(c) + ", but " + measured_again(rail, c) + ": transient, not flagged";
+}
+
+// Why a trial's noise makes its measurement unreliable, naming the suspect, the control and where
+// the noise came from.
+std::string unreliable_text(const PairwiseRecord& record, const PairwiseRail& rail,
+                            const PairConfirmation& c) {
+  const double noise = std::max(c.noise, c.again_noise);
+  const PairSpread& healthy =
+      c.mode == PairMode::one_way ? rail.spread_one_way : rail.spread_both_ways;
+  std::string control = "no control";
+  if (c.control_from >= 0)
+    control = "the control " + host(rail, c.control_from) + " -> " + host(rail, c.control_to);
+  return suspect_name(record, rail, c) + " (" + mode_text(c.mode) +
+         "): the measurement is unreliable: noise " + percent_text(noise) + " (the healthy " +
+         "pairs spread by " + percent_text(healthy.relative()) + ", the suspect's transfers by " +
+         percent_text(c.spread) + ", those of " + control + " by " +
+         percent_text(c.control_spread) + "), above the bound " +
+         percent_text(record.lines.noise_bound()) +
+         " (sweep.fail_fraction - sweep.fail_floor), so only a figure below sweep.fail_floor (" +
+         percent_text(record.lines.fail_floor) +
+         " of the control) can fail; measure again on quiet nodes or with more sweep.pair_iters";
 }
 
 bool is_flag(const PairConfirmation& c) {
@@ -149,6 +179,8 @@ json confirmation_json(const PairwiseRail& rail, const PairConfirmation& c) {
       // The second trial's two medians (docs/sweep.md); null when it was not measured twice.
       {"again_gbps", c.again_gbps < 0 ? json(nullptr) : json(c.again_gbps)},
       {"again_control_gbps", c.again_control_gbps < 0 ? json(nullptr) : json(c.again_control_gbps)},
+      {"again_noise", c.again_gbps < 0 ? json(nullptr) : json(c.again_noise)},
+      {"unreliable", c.unreliable},
       {"outcome", c.kind == "pair" ? "judged by gate.min_pair_gbps" : confirmed_name(c.outcome)}};
 }
 
@@ -165,6 +197,32 @@ json reduced_json(const PairwiseRail& rail, uint64_t pair_bytes) {
                          {"both_ways", both},
                          {"bytes", (*bytes)[a][b]}});
   return out;
+}
+
+// pairwise_noise: a WARN for every trial too noisy for the noise rule to judge, the noisiest first
+// named; it never softens pairwise_flags, whose floor still fails what lies far below its control.
+json noise_check(const PairwiseRecord& record) {
+  int trials = 0, count = 0;
+  double worst = -1;
+  std::string first;
+  for (const PairwiseRail& rail : record.rails)
+    for (const PairConfirmation& c : rail.confirmations) {
+      if (c.kind == "pair" || c.gbps < 0) continue;
+      ++trials;
+      if (!c.unreliable) continue;
+      ++count;
+      const double noise = std::max(c.noise, c.again_noise);
+      if (noise > worst) worst = noise, first = unreliable_text(record, rail, c);
+    }
+  const std::string bound = percent_text(record.lines.noise_bound());
+  return gate_check("pairwise_noise", count, 0,
+                    count    ? "warn"
+                    : trials ? "pass"
+                             : "n/a",
+                    count ? std::to_string(count) + " of " + std::to_string(trials) +
+                                " trial(s) unreliable; the noisiest: " + first
+                    : trials ? "no trial below the flag line had a noise above the bound " + bound
+                             : "no suspect was measured again");
 }
 
 }  // namespace
@@ -195,6 +253,11 @@ json pairwise_json(const PairwiseRecord& record) {
   }
   return {{"pair_bytes", record.pair_bytes},
           {"pair_iters", record.pair_iters},
+          {"lines",
+           {{"flag_fraction", record.lines.flag_fraction},
+            {"fail_fraction", record.lines.fail_fraction},
+            {"fail_floor", record.lines.fail_floor},
+            {"noise_bound", record.lines.noise_bound()}}},
           {"confirm_iters", record.confirm_iters},
           {"seconds", record.seconds},
           {"confirm_seconds", record.confirm_seconds},
@@ -208,6 +271,9 @@ std::vector<std::string> pairwise_warnings(const PairwiseRecord& record) {
   for (const PairwiseRail& rail : record.rails)
     for (const PairConfirmation& c : rail.confirmations)
       if (c.kind != "pair" && !is_flag(c)) notes.push_back(transient_text(record, rail, c));
+  for (const PairwiseRail& rail : record.rails)
+    for (const PairConfirmation& c : rail.confirmations)
+      if (c.unreliable) notes.push_back("pairwise: " + unreliable_text(record, rail, c));
   return notes;
 }
 
@@ -261,6 +327,7 @@ json pairwise_checks(const PairwiseRecord& record) {
                               : judged ? "pass"
                                        : "n/a",
                               reason));
+  checks.push_back(noise_check(record));
   return checks;
 }
 

@@ -15,8 +15,9 @@ nlohmann::json pairwise_json(const PairwiseRecord& record);
 std::vector<std::string> pairwise_warnings(const PairwiseRecord& record);
 // Each flagged host's reasons, for nodes[].
 std::map<std::string, std::vector<std::string>> pairwise_node_reasons(const PairwiseRecord& record);
-// pairwise_correctness (a wrong element is FAIL) and pairwise_flags (a flag is WARN, a flag below
-// sweep.fail_fraction FAIL).
+// pairwise_correctness (a wrong element is FAIL), pairwise_flags (a flag is WARN, a flag below
+// sweep.fail_fraction by more than the noise, or below sweep.fail_floor, FAIL) and pairwise_noise
+// (a trial too noisy for the noise rule to judge is WARN).
 nlohmann::json pairwise_checks(const PairwiseRecord& record);
 
 }  // namespace tp

@@ -41,6 +41,10 @@ struct PairConfirmation {
   // A flag within one noise of the line is measured a second time, and stands only if the second
   // trial flags it too: -1 when there was none.
   double again_gbps = -1, again_control_gbps = -1;
+  double again_noise = 0;
+  // A trial below flag_fraction of its control whose noise was above PairLines::noise_bound(): the
+  // measurement too unreliable for the noise rule to judge it (its own finding, pairwise_noise).
+  bool unreliable = false;
 };
 
 // The pairwise pass over one rail: local rank `rail` of every node that has one (pair_ranks=node
@@ -63,6 +67,7 @@ struct PairwiseRecord {
   int pair_iters = 0;
   int confirm_iters = 0;       // transfers of a suspect, and as many of its control
   double min_pair_gbps = 0;    // a one-way pair below it is measured again (gate.min_pair_gbps)
+  PairLines lines;             // what the confirmations were judged against
   double seconds = 0;          // the whole pass on rank 0, confirmation included
   double confirm_seconds = 0;  // of which measuring suspects again
   std::vector<PairwiseRail> rails;

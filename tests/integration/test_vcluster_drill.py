@@ -1,7 +1,9 @@
 """The batch templates operators copy (slurm/drill.sbatch, slurm/sweep.sbatch), run as shipped on
 a 3-node virtual Slurm cluster with only their variables changed: a node lost inside one
 allocation, with the drill relaunching srun steps on a spare node or on the surviving nodes and
-ending on the reference digest; and the sweep with the pairwise matrix, one task per node.
+ending on the reference digest; and the sweep with the pairwise matrix, one task per rail of every
+node, its task counts and cores taken from the allocation (submitted, as an operator does on CPU
+nodes, with no task count at all, it must start rather than wait for cores no node has).
 
 Exits 77 (ctest: skipped, with the reason printed) where this host cannot run the cluster. The
 cluster is always stopped (vcluster_harness.py)."""
@@ -13,6 +15,19 @@ from harness import TINY, mpirun
 from vcluster_harness import SCRIPTS, WORK, ClusterCase, main, run
 
 TEMPLATES = os.path.abspath(os.path.join(SCRIPTS, "..", "slurm"))
+
+
+def wait_to_start(job, seconds):
+    """The job's state once it left PENDING, or "PENDING (reason)" if it is still waiting."""
+    deadline = time.monotonic() + seconds
+    state = ""
+    while time.monotonic() < deadline:
+        listed = run(["squeue", "-h", "-j", job, "-o", "%T %r"])
+        state = listed.stdout.strip()
+        if not state.startswith("PENDING"):
+            return state or "finished"
+        time.sleep(1)
+    return state
 
 
 def wait_for_job(job, seconds):
@@ -47,16 +62,21 @@ class Templates(ClusterCase):
             dst.write(src.read() + f"\n[checkpoint]\nevery = {every}\n")
         return path
 
-    def submit(self, template, variables, seconds=300):
-        """sbatch the template on all three nodes, two ranks each, on CPUs; returns the job's log."""
+    def submit(self, template, variables, seconds=300,
+               size=("--ntasks-per-node=2", "--cpus-per-task=1")):
+        """sbatch the template on all three nodes (`size`: the tasks asked beyond the nodes, two
+        ranks each by default), on CPUs; returns the job's log."""
         exported = ",".join(f"{k}={v}" for k, v in variables.items())
-        submitted = run(["env", "SBATCH_GPUS_PER_NODE=0", "sbatch", "--parsable", "-N3",
-                         "--ntasks-per-node=2", "--cpus-per-task=1", "--time=10",
-                         f"--export=ALL,TRAINPROOF={self.bin},{exported}",
+        submitted = run(["env", "SBATCH_GPUS_PER_NODE=0", "sbatch", "--parsable", "-N3", *size,
+                         "--time=10", f"--export=ALL,TRAINPROOF={self.bin},{exported}",
                          os.path.join(TEMPLATES, template)])
         self.assertEqual(submitted.returncode, 0, submitted)
         job = submitted.stdout.strip().split(";")[0]
         self.addCleanup(run, ["scancel", job])
+        # Three idle nodes start any job they can hold within seconds: one still pending after a
+        # minute asks for what no node has.
+        started = wait_to_start(job, 60)
+        self.assertFalse(started.startswith("PENDING"), f"job {job} still {started} after 60 s")
         finished = wait_for_job(job, seconds)
         log_name = {"drill.sbatch": "trainproof-drill", "sweep.sbatch": "trainproof-sweep"}
         with open(os.path.join(WORK, f"{log_name[template]}-{job}.out")) as f:
@@ -116,24 +136,44 @@ class Templates(ClusterCase):
         self.assertNotIn(failure["host"], hosts)
         self.assertEqual(report["checkpoint"]["restore"]["written_world_size"], 6)
 
-    def test_sweep_template_runs_the_sweep_and_the_one_task_per_node_matrix(self):
-        out = os.path.join(WORK, "sweep")
+    def sweep_template(self, name, variables):
+        """The sweep template as an operator submits it to CPU nodes: the nodes, no task count."""
+        out = os.path.join(WORK, name)
         log = self.submit("sweep.sbatch", {
             "OUT": out, "COMM_BACKEND": "mpi",
             "SWEEP_OPTIONS": "--sweep.ops=allreduce --sweep.max_bytes=65536 --sweep.iters=3 "
                              "--sweep.warmup=1",
-            "PAIRWISE_OPTIONS": "--sweep.pair_bytes=1048576 --sweep.pair_iters=2"})
-        with open(os.path.join(out, "sweep.json")) as f:
-            sweep = json.load(f)
-        with open(os.path.join(out, "pairwise.json")) as f:
-            pairwise = json.load(f)
-        self.assertEqual(sweep["context"]["world_size"], 6, log[-3000:])
-        self.assertEqual(pairwise["context"]["world_size"], 3, log[-3000:])
-        self.assertEqual(pairwise["context"]["hosts"], ["vc-n1", "vc-n2", "vc-n3"])
+            "PAIRWISE_OPTIONS": "--sweep.pair_bytes=1048576 --sweep.pair_iters=2", **variables},
+            size=())
+        reports = []
+        for name in ("sweep.json", "pairwise.json"):
+            path = os.path.join(out, name)
+            self.assertTrue(os.path.exists(path), log[-3000:])
+            with open(path) as f:
+                reports.append(json.load(f))
         self.assertIn("trainproof-sweep: sweep exit", log)
         # The healthy test bed's noise may flag a pair (docs/sweep.md); the rows must be right.
-        self.assertNotEqual(sweep["verdict"], "FAIL", log[-3000:])
+        self.assertNotEqual(reports[0]["verdict"], "FAIL", log[-3000:])
+        return log, reports[0], reports[1]
 
+    def test_sweep_template_takes_its_tasks_from_the_allocation(self):
+        # No GPU and no InfiniBand device on these nodes: one rail, and the cores of a node (2)
+        # for its one task.
+        log, sweep, pairwise = self.sweep_template("sweep", {})
+        self.assertIn("3 node(s) x 1 rail(s), 2 CPU(s) per task", log)
+        self.assertEqual(sweep["context"]["world_size"], 3, log[-3000:])
+        self.assertEqual(pairwise["context"]["world_size"], 3, log[-3000:])
+        self.assertEqual(pairwise["context"]["hosts"], ["vc-n1", "vc-n2", "vc-n3"])
+
+    def test_sweep_template_measures_every_rail(self):
+        # Two rails on each 2-core node: two tasks of one core, and a matrix per rail.
+        log, sweep, pairwise = self.sweep_template("sweep-rails", {"RAILS": "2"})
+        self.assertIn("3 node(s) x 2 rail(s), 1 CPU(s) per task", log)
+        self.assertEqual(sweep["context"]["world_size"], 6, log[-3000:])
+        rails = pairwise["sweep"]["pairwise"]["rails"]
+        self.assertEqual([(r["rail"], r["world_ranks"], r["hosts"]) for r in rails],
+                         [(0, [0, 2, 4], ["vc-n1", "vc-n2", "vc-n3"]),
+                          (1, [1, 3, 5], ["vc-n1", "vc-n2", "vc-n3"])], log[-3000:])
 
 if __name__ == "__main__":
     main(["sbatch", "slurm/drill.sbatch", "slurm/sweep.sbatch"])
