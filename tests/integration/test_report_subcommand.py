@@ -1,6 +1,7 @@
 """`trainproof report FILE` reprints the run's summary and exits with its verdict."""
 import json
 import os
+import subprocess
 import tempfile
 import unittest
 
@@ -188,6 +189,62 @@ class ReportSubcommand(unittest.TestCase):
                 bad = direct("report", target, timeout=20)
                 self.assertEqual(bad.returncode, 2, bad)
                 self.assertIn("not a regular file", bad.stderr)
+
+    def test_node_lines_name_the_verdict_first_and_run_nothing_when_pasted(self):
+        """`report nodes` on a report whose names and reasons hold shell syntax: the drain line
+        for the FAIL node starts with its check and verdict and ends with the run id, the WARN
+        node is drained only with --min-status=warn, and the lines, run by sh with scontrol and
+        sinfo stubbed, call scontrol with the reason as one word and run nothing else."""
+        hostile = "$(touch pwned) `touch pwned` '; touch pwned; ' \"; touch pwned"
+        report = {
+            "schema": "trainproof.report/3", "verdict": "FAIL",
+            "context": {"run_id": "accept-1", "hosts": ["n1", "n2", "n3"], "world_size": 3,
+                        "warnings": []},
+            "gate": {"checks": [
+                {"name": "pairwise_flags", "status": "fail", "reason": "1 flag(s)",
+                 "value": 1, "threshold": 0},
+                {"name": "min_straggler_score", "status": "warn", "reason": "stragglers",
+                 "value": 0.5, "threshold": 0.8}]},
+            "nodes": [
+                {"host": "n1", "flagged": False, "reasons": []},
+                {"host": "n2", "flagged": True, "reasons": ["rank 1 is a straggler " + hostile],
+                 "findings": [{"check": "min_straggler_score",
+                               "reason": "rank 1 is a straggler " + hostile}]},
+                {"host": "n3", "flagged": True, "reasons": ["n3: send direction " + hostile],
+                 "findings": [{"check": "pairwise_flags", "status": "fail",
+                               "reason": "n3: send direction " + hostile,
+                               "summary": "send 36 MB/s = 2.8% of control"}]}]}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            with open(path, "w") as f:
+                json.dump(report, f)
+            lines = {}
+            for args in (("drain",), ("drain", "--min-status=warn"), ("resume",)):
+                out = direct("report", "nodes", path, f"--format={args[0]}", *args[1:])
+                self.assertEqual(out.returncode, 0, out)
+                lines[args] = out.stdout
+            stubs = ("scontrol() { printf '%s\\n' \"$@\" >> args; }\n"
+                     "sinfo() { echo 'trainproof: pairwise_flags FAIL: earlier'; }\n")
+            called = {}
+            for args, text in lines.items():
+                work = os.path.join(tmp, "-".join(args))
+                os.mkdir(work)
+                subprocess.run(["sh", "-c", stubs + text], cwd=work, check=True)
+                self.assertFalse(os.path.exists(os.path.join(work, "pwned")), text)
+                with open(os.path.join(work, "args")) as f:
+                    called[args] = f.read().splitlines()
+        drain = called[("drain",)]
+        self.assertEqual(drain[:3], ["update", "NodeName=n3", "State=DRAIN"], lines)
+        self.assertEqual(len(drain), 4, drain)
+        self.assertTrue(drain[3].startswith(
+            "Reason=trainproof: pairwise_flags FAIL: send 36 MB/s = 2.8% of control; send "), drain)
+        self.assertTrue(drain[3].endswith(" run=accept-1"), drain)
+        self.assertLessEqual(len(drain[3]) - len("Reason="), 128)
+        both = called[("drain", "--min-status=warn")]
+        self.assertEqual([w for w in both if w.startswith("NodeName=")],
+                         ["NodeName=n2", "NodeName=n3"], both)
+        self.assertTrue(both[3].startswith("Reason=trainproof: min_straggler_score WARN: "), both)
+        self.assertEqual(called[("resume",)], ["update", "NodeName=n1", "State=RESUME"], lines)
 
 
 if __name__ == "__main__":

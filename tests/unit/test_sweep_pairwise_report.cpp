@@ -80,17 +80,22 @@ TEST(PairwiseConfirm, ASuspectNodeIsMeasuredBesideAControlOnTheSameSide) {
 
 TEST(PairwiseConfirm, ASlowNodeConfirmedIsFlaggedWithTheFiguresItRestsOn) {
   const tp::PairwiseRecord p = confirmed(0.004, 0.004);
-  const auto reasons = tp::pairwise_node_reasons(p);
-  ASSERT_EQ(reasons.size(), 1u);
-  const auto& n3 = reasons.at("n3");
+  const auto findings = tp::pairwise_node_findings(p);
+  ASSERT_EQ(findings.size(), 1u);
+  const auto& n3 = findings.at("n3");
   ASSERT_EQ(n3.size(), 2u);
+  const std::string reason = n3[0].at("reason");
   EXPECT_NE(
-      n3[0].find("n3: send direction measured again at 4.00 MB/s, 0.4% of the control n2 -> "
-                 "n1 at 1.00 GB/s (6 alternated transfers each, noise 1.7%); first pass 4.00 MB/s, "
-                 "0.4% of the fabric median 1.00 GB/s (one direction at a time)"),
+      reason.find("n3: send direction measured again at 4.00 MB/s, 0.4% of the control n2 -> "
+                  "n1 at 1.00 GB/s (6 alternated transfers each, noise 1.7%); first pass 4.00 "
+                  "MB/s, 0.4% of the fabric median 1.00 GB/s (one direction at a time)"),
       std::string::npos)
       << n3[0] << "\n"
       << n3[1];
+  // Below sweep.fail_fraction, each flag FAILs by itself, and says its figures first.
+  EXPECT_EQ(n3[0].at("check"), "pairwise_flags");
+  EXPECT_EQ(n3[0].at("status"), "fail");
+  EXPECT_EQ(n3[0].at("summary"), "send 4.00 MB/s = 0.4% of control");
   const auto checks = tp::pairwise_checks(p);
   EXPECT_EQ(checks[0]["status"], "pass");
   EXPECT_EQ(checks[1]["status"], "fail");  // below sweep.fail_fraction
@@ -100,7 +105,7 @@ TEST(PairwiseConfirm, ASlowNodeConfirmedIsFlaggedWithTheFiguresItRestsOn) {
 
 TEST(PairwiseConfirm, ASuspectNormalBesideItsControlIsATransientNotAFlag) {
   const tp::PairwiseRecord p = confirmed(0.7, 0.95);
-  EXPECT_TRUE(tp::pairwise_node_reasons(p).empty());
+  EXPECT_TRUE(tp::pairwise_node_findings(p).empty());
   EXPECT_EQ(tp::pairwise_checks(p)[1]["status"], "pass");
   const auto notes = tp::pairwise_warnings(p);
   ASSERT_FALSE(notes.empty());
@@ -166,7 +171,7 @@ TEST(PairwiseConfirm, TheRuleItself) {
 TEST(PairwiseConfirm, AHealthyFabricPassesAndAWrongElementFails) {
   tp::PairwiseRecord healthy = confirmed(1.0, 1.0);
   EXPECT_TRUE(healthy.rails[0].confirmations.empty());
-  EXPECT_TRUE(tp::pairwise_node_reasons(healthy).empty());
+  EXPECT_TRUE(tp::pairwise_node_findings(healthy).empty());
   EXPECT_EQ(tp::pairwise_checks(healthy)[1]["status"], "pass");
   EXPECT_TRUE(tp::pairwise_warnings(healthy).empty());
   healthy.wrong = 2;
@@ -211,7 +216,8 @@ TEST(PairwiseConfirm, APairBelowTheGateIsMeasuredAgainEvenAtTwoNodes) {
 TEST(PairwiseConfirm, GrownErrorCountersFlagTheirNode) {
   tp::PairwiseRecord p = confirmed(1.0, 1.0);
   p.node_reasons["n2"] = {"InfiniBand mlx5_0 port 1: symbol_error grew by 12 (3 -> 15)"};
-  EXPECT_EQ(tp::pairwise_node_reasons(p).at("n2").size(), 1u);
+  EXPECT_EQ(tp::pairwise_node_findings(p).at("n2").size(), 1u);
+  EXPECT_EQ(tp::pairwise_node_findings(p).at("n2")[0].at("status"), "warn");
   EXPECT_EQ(tp::pairwise_checks(p)[1]["status"], "warn");
 }
 
