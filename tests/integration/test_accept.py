@@ -77,6 +77,8 @@ class RailsOnPretendNodes(unittest.TestCase):
         self.assertIn(where, flags.result[0].message)
         self.assertEqual(promtool.returncode, 0, promtool)
         self.assertIn(f'trainproof_node_flagged{{host="{slow_host}"}} 1\n', exposition)
+        self.assertIn(f'trainproof_pairwise_node_bytes_per_second{{host="{slow_host}",rail="1",'
+                      'direction="send",mode="one_way"}', exposition)
         self.assertIn('trainproof_verdict{verdict="FAIL"} 1\n', exposition)
         # Pretend nodes and a paced rank: the report and its summary say the run is a test's.
         hooks = [w for w in run.report["context"]["warnings"] if w.startswith("test hooks active")]
