@@ -199,6 +199,7 @@ json build_sweep_report(const SweepRecord& record) {
   const WrongSummary wrong = wrong_summary(record);
   sweep["results"] = results;
   sweep["groups"] = groups;
+  sweep["devices"] = record.devices;
   sweep["slowest_group"] = slowest_group(groups);
   sweep["wrong"] = wrong.total;
   sweep["first_wrong"] = wrong.first;
@@ -209,7 +210,8 @@ json build_sweep_report(const SweepRecord& record) {
   report["context"] = record.context;
   report["nodes"] = nodes_json(record);
   if (record.pairwise) {
-    for (const char* key : {"results", "groups", "slowest_group", "wrong", "first_wrong"})
+    for (const char* key :
+         {"results", "groups", "devices", "slowest_group", "wrong", "first_wrong"})
       sweep.erase(key);
     sweep["pairwise"] = pairwise_json(*record.pairwise);
   }
