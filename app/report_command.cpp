@@ -16,9 +16,9 @@
 #include "app/judge/report_compare.h"
 #include "app/judge/report_merge.h"
 #include "app/report/crash_text.h"
+#include "app/report/drain_lines.h"
 #include "app/report/gate.h"
 #include "app/report/junit.h"
-#include "app/report/node_actions.h"
 #include "app/report/outputs.h"
 #include "app/report/prometheus.h"
 #include "app/report/report.h"
@@ -110,8 +110,8 @@ int run_nodes(const Invocation& inv) {
     throw UsageError("report nodes needs one report FILE, got " +
                      std::to_string(inv.positional.size() - 1));
   const std::string format = inv.options["format"].as<std::string>();
-  const std::vector<FlaggedNode> nodes = flagged_nodes_of(visible(load_report(inv.positional[1])));
-  std::cout << render_nodes(nodes, format);
+  const ReportNodes nodes = report_nodes_of(visible(load_report(inv.positional[1])));
+  std::cout << render_nodes(nodes, format, inv.options["min-status"].as<std::string>());
   return kExitPass;
 }
 

@@ -30,7 +30,11 @@ std::string counts_problem(const CollectiveCall& c, int n) {
                  ? ""
                  : "counts differ or are not a multiple of the ranks";
     case CollectiveOp::sendrecv:
-      if (c.in_place) return "sendrecv has no in-place form";
+      // In place, one buffer is sent and received into (MPI_Sendrecv_replace).
+      if (c.in_place)
+        return c.send_to >= 0 && c.recv_from >= 0 && c.send_count == c.recv_count
+                   ? ""
+                   : "sendrecv in place needs both peers and equal counts";
       return c.send_to < 0 || c.recv_from < 0 || c.send_count == c.recv_count
                  ? ""
                  : "send and receive counts differ";

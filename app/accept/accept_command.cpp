@@ -102,9 +102,13 @@ StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun
   // The preflight's findings are the first of each node's list (app/accept/accept_report.h).
   json nodes = json::array();
   for (const auto& [host, reasons] : p.section["topology_reasons"].items()) {
-    json prefixed = json::array();
-    for (const json& why : reasons) prefixed.push_back("topology: " + why.get<std::string>());
-    nodes.push_back({{"host", host}, {"flagged", true}, {"reasons", prefixed}});
+    json prefixed = json::array(), findings = json::array();
+    for (const json& why : reasons) {
+      prefixed.push_back("topology: " + why.get<std::string>());
+      findings.push_back(node_finding("topology", prefixed.back()));
+    }
+    nodes.push_back(
+        {{"host", host}, {"flagged", true}, {"reasons", prefixed}, {"findings", findings}});
   }
   return {"preflight", 1, {{"preflight", p.section}, {"nodes", nodes}}, p.checks};
 }

@@ -53,6 +53,13 @@ void add_nodes(json& report, const json& nodes) {
     if (!reasons.is_array()) reasons = json::array();
     for (const json& why : node.value("reasons", json::array()))
       if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+    if (node.contains("findings") && node["findings"].is_array()) {
+      json& findings = kept["findings"];
+      if (!findings.is_array()) findings = json::array();
+      for (const json& found : node["findings"])
+        if (std::find(findings.begin(), findings.end(), found) == findings.end())
+          findings.push_back(found);
+    }
     for (const auto& [field, value] : node.items())
       if (!kept.contains(field)) kept[field] = value;
   }

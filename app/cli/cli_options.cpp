@@ -64,7 +64,11 @@ po::options_description general_options() {
       ("format", po::value<std::string>()->default_value("list")->value_name("FORMAT"),
        "report nodes: list (each flagged node and its reasons), hostlist (Slurm's compressed "
        "list, for srun --exclude), drain (scontrol update ... State=DRAIN lines, printed, never "
-       "run) or json");
+       "run), resume (State=RESUME lines for the nodes the report passed, each acting only when "
+       "the node's reason starts with 'trainproof: ') or json")
+      ("min-status", po::value<std::string>()->default_value("fail")->value_name("STATUS"),
+       "report nodes --format=drain: drain the nodes whose worst finding is FAIL (fail), or WARN "
+       "as well (warn)");
   // clang-format on
   return group;
 }

@@ -17,6 +17,14 @@ json gate_check(const std::string& name, json value, json threshold, const std::
           {"reason", reason}};
 }
 
+json node_finding(const std::string& check, const std::string& reason, const std::string& status,
+                  const std::string& summary) {
+  json finding = {{"check", check}, {"reason", reason}};
+  if (!status.empty()) finding["status"] = status;
+  if (!summary.empty()) finding["summary"] = summary;
+  return finding;
+}
+
 json topology_check(const std::map<std::string, std::vector<std::string>>& reasons, bool measured) {
   if (!measured)
     return gate_check("topology", nullptr, 0, "n/a",

@@ -23,6 +23,13 @@ nlohmann::json gate_check(const std::string& name, nlohmann::json value, nlohman
 nlohmann::json topology_check(const std::map<std::string, std::vector<std::string>>& reasons,
                               bool measured);
 
+// One entry of nodes[].findings[] (docs/report.md, "Node actions"): the check that flagged the
+// node and the reason; `status` ("fail" or "warn") where the finding has a verdict of its own
+// (a pairwise flag), else "" and the node takes its check's status; `summary` a short form of the
+// reason (the figures an operator reads first), else "".
+nlohmann::json node_finding(const std::string& check, const std::string& reason,
+                            const std::string& status = "", const std::string& summary = "");
+
 // What a report is: "accept", "drill", "train", "sweep", or "report" for one that says none of
 // them.
 std::string report_kind(const nlohmann::json& report);

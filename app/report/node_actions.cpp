@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "app/report/drain_lines.h"
 #include "common/errors.h"
 
 namespace tp {
@@ -11,13 +12,57 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kDrainReasonChars = 128;  // NHC's limit, which Slurm's reason field keeps
+// The checks that flag nodes: a report without nodes[].findings (an older one) gives each of its
+// node's reasons the worst of their statuses.
+constexpr const char* kNodeChecks[] = {"pairwise_flags", "flagged_nodes", "min_straggler_score",
+                                       "topology"};
 
-// A name scontrol takes as it is: letters, digits, '.', '_' and '-'.
-bool plain_host_name(const std::string& host) {
-  return !host.empty() && std::all_of(host.begin(), host.end(), [](unsigned char c) {
-    return std::isalnum(c) != 0 || c == '.' || c == '_' || c == '-';
-  });
+const json& checks_of(const json& report) {
+  static const json none = json::array();
+  if (!report.contains("gate") || !report["gate"].is_object()) return none;
+  const auto checks = report["gate"].find("checks");
+  return checks != report["gate"].end() && checks->is_array() ? *checks : none;
+}
+
+// The worst status of the checks called `name`; "" when there is none.
+std::string check_status(const json& report, const std::string& name) {
+  std::string worst;
+  for (const json& c : checks_of(report))
+    if (c.is_object() && c.value("name", "") == name && c.contains("status") &&
+        c["status"].is_string()) {
+      const std::string status = c["status"];
+      if (worst.empty() || status_rank(status) > status_rank(worst)) worst = status;
+    }
+  return worst;
+}
+
+std::string text_field(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+std::vector<NodeFinding> findings_of(const json& node, const json& report,
+                                     const std::vector<std::string>& reasons) {
+  std::vector<NodeFinding> findings;
+  const auto listed = node.find("findings");
+  if (listed != node.end() && listed->is_array() && !listed->empty()) {
+    for (const json& f : *listed) {
+      NodeFinding found{text_field(f, "check"), text_field(f, "status"), text_field(f, "reason"),
+                        text_field(f, "summary")};
+      if (found.status.empty()) found.status = check_status(report, found.check);
+      if (found.status.empty()) found.status = "warn";
+      findings.push_back(std::move(found));
+    }
+    return findings;
+  }
+  std::string status;
+  for (const char* check : kNodeChecks) {
+    const std::string s = check_status(report, check);
+    if (status.empty() || status_rank(s) > status_rank(status)) status = s;
+  }
+  if (status_rank(status) == 0) status = "warn";
+  for (const std::string& why : reasons) findings.push_back({"flagged", status, why, ""});
+  if (findings.empty()) findings.push_back({"flagged", status, "flagged", ""});
+  return findings;
 }
 
 struct NumberedHost {
@@ -47,50 +92,89 @@ std::string list_text(const std::vector<FlaggedNode>& nodes) {
   if (nodes.empty()) return "no node flagged\n";
   std::string out;
   for (const FlaggedNode& n : nodes) {
-    out += n.host + "\n";
-    for (const std::string& reason : n.reasons) out += "  - " + reason + "\n";
+    std::string status = worst_finding(n).status;
+    std::transform(status.begin(), status.end(), status.begin(), ::toupper);
+    out += n.host + ": " + status + "\n";
+    for (const NodeFinding& f : n.findings) {
+      std::string s = f.status;
+      std::transform(s.begin(), s.end(), s.begin(), ::toupper);
+      out += "  - " + f.check + " " + s + ": " + f.reason + "\n";
+    }
   }
   return out;
 }
 
-std::string drain_text(const std::vector<FlaggedNode>& nodes) {
-  std::string out;
-  for (const FlaggedNode& n : nodes)
-    out += plain_host_name(n.host)
-               ? "scontrol update NodeName=" + n.host + " State=DRAIN Reason=\"" + drain_reason(n) +
-                     "\"\n"
-               : "# left out: host name '" + n.host + "' is not one scontrol takes as it is\n";
-  return out;
-}
-
-std::string json_text(const std::vector<FlaggedNode>& nodes) {
+std::string json_text(const ReportNodes& report) {
   json list = json::array();
   std::vector<std::string> hosts;
-  for (const FlaggedNode& n : nodes) {
-    list.push_back({{"host", n.host}, {"reasons", n.reasons}, {"drain_reason", drain_reason(n)}});
+  for (const FlaggedNode& n : report.flagged) {
+    json findings = json::array();
+    for (const NodeFinding& f : n.findings)
+      findings.push_back({{"check", f.check}, {"status", f.status}, {"reason", f.reason}});
+    list.push_back({{"host", n.host},
+                    {"status", worst_finding(n).status},
+                    {"check", worst_finding(n).check},
+                    {"reasons", n.reasons},
+                    {"findings", findings},
+                    {"drain_reason", drain_reason(n, report.run_id)}});
     hosts.push_back(n.host);
   }
   return json{{"schema", "trainproof.nodes/1"},
+              {"run_id", report.run_id.empty() ? json(nullptr) : json(report.run_id)},
               {"flagged", list},
-              {"hostlist", nodes.empty() ? json(nullptr) : json(slurm_hostlist(hosts))}}
+              {"hostlist", hosts.empty() ? json(nullptr) : json(slurm_hostlist(hosts))}}
              .dump(2) +
          "\n";
 }
 
 }  // namespace
 
-std::vector<FlaggedNode> flagged_nodes_of(const json& report) {
-  std::vector<FlaggedNode> flagged;
+int status_rank(const std::string& status) {
+  if (status == "fail") return 3;
+  if (status == "incomplete") return 2;
+  return status == "warn" ? 1 : 0;
+}
+
+const NodeFinding& worst_finding(const FlaggedNode& node) {
+  static const NodeFinding none{"flagged", "warn", "flagged", ""};
+  const NodeFinding* worst = node.findings.empty() ? &none : &node.findings.front();
+  for (const NodeFinding& f : node.findings)
+    if (status_rank(f.status) > status_rank(worst->status)) worst = &f;
+  return *worst;
+}
+
+bool plain_host_name(const std::string& host) {
+  return !host.empty() && std::all_of(host.begin(), host.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '.' || c == '_' || c == '-';
+  });
+}
+
+ReportNodes report_nodes_of(const json& report) {
+  ReportNodes out;
+  if (report.contains("context")) out.run_id = text_field(report["context"], "run_id");
+  for (const char* check : kNodeChecks) {
+    const std::string s = check_status(report, check);
+    out.judged = out.judged || (!s.empty() && s != "n/a");
+  }
   const auto nodes = report.find("nodes");
-  if (nodes == report.end() || !nodes->is_array()) return flagged;
+  if (nodes == report.end() || !nodes->is_array()) return out;
   for (const json& n : *nodes) {
-    if (!n.is_object() || !n.value("flagged", false) || !n.contains("host")) continue;
-    FlaggedNode node{n["host"].get<std::string>(), {}};
+    if (!n.is_object() || !n.contains("host") || !n["host"].is_string()) continue;
+    if (!n.value("flagged", false)) {
+      out.passed.push_back(n["host"]);
+      continue;
+    }
+    FlaggedNode node{n["host"].get<std::string>(), {}, {}};
     for (const json& reason : n.value("reasons", json::array()))
       if (reason.is_string()) node.reasons.push_back(reason.get<std::string>());
-    flagged.push_back(std::move(node));
+    node.findings = findings_of(n, report, node.reasons);
+    out.flagged.push_back(std::move(node));
   }
-  return flagged;
+  return out;
+}
+
+std::vector<FlaggedNode> flagged_nodes_of(const json& report) {
+  return report_nodes_of(report).flagged;
 }
 
 std::string slurm_hostlist(std::vector<std::string> hosts) {
@@ -124,45 +208,20 @@ std::string slurm_hostlist(std::vector<std::string> hosts) {
   return out;
 }
 
-std::string drain_reason(const FlaggedNode& node) {
-  std::string why = node.reasons.empty() ? "flagged" : node.reasons.front();
-  if (node.reasons.size() > 1) why += " (and " + std::to_string(node.reasons.size() - 1) + " more)";
-  std::string text = "trainproof: ";
-  for (unsigned char c : why) {
-    const bool unsafe = std::iscntrl(c) != 0 || c == '"' || c == '\'' || c == '\\' || c == '`';
-    const char kept = unsafe ? ' ' : char(c);
-    if (kept == ' ' && !text.empty() && text.back() == ' ') continue;
-    text += kept;
-  }
-  if (text.size() <= kDrainReasonChars) return text;
-  size_t cut = kDrainReasonChars - 3;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // whole UTF-8
-  return text.substr(0, cut) + "...";
-}
-
-std::string render_nodes(const std::vector<FlaggedNode>& nodes, const std::string& format) {
-  if (format == "list") return list_text(nodes);
-  if (format == "drain") return drain_text(nodes);
+std::string render_nodes(const ReportNodes& nodes, const std::string& format,
+                         const std::string& min_status) {
+  if (min_status != "fail" && min_status != "warn")
+    throw UsageError("--min-status must be fail or warn, got '" + min_status + "'");
+  if (format == "list") return list_text(nodes.flagged);
+  if (format == "drain") return drain_text(nodes, min_status);
+  if (format == "resume") return resume_text(nodes);
   if (format == "json") return json_text(nodes);
   if (format == "hostlist") {
     std::vector<std::string> hosts;
-    for (const FlaggedNode& n : nodes) hosts.push_back(n.host);
+    for (const FlaggedNode& n : nodes.flagged) hosts.push_back(n.host);
     return hosts.empty() ? "" : slurm_hostlist(hosts) + "\n";
   }
-  throw UsageError("--format must be list, hostlist, drain or json, got '" + format + "'");
-}
-
-std::string node_action_lines(const json& report, const std::string& report_path) {
-  const std::vector<FlaggedNode> nodes = flagged_nodes_of(report);
-  if (nodes.empty()) return "";
-  std::vector<std::string> hosts;
-  for (const FlaggedNode& n : nodes) hosts.push_back(n.host);
-  const bool plain = std::all_of(report_path.begin(), report_path.end(), [](unsigned char c) {
-    return std::isalnum(c) != 0 || std::string("/._-+:,=@").find(char(c)) != std::string::npos;
-  });
-  const std::string path = plain ? report_path : "'" + report_path + "'";
-  return "nodes to act on (" + std::to_string(nodes.size()) + "): " + slurm_hostlist(hosts) +
-         "\n  their drain lines: trainproof report nodes " + path + " --format=drain\n";
+  throw UsageError("--format must be list, hostlist, drain, resume or json, got '" + format + "'");
 }
 
 }  // namespace tp

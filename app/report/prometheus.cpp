@@ -1,7 +1,9 @@
 #include "app/report/prometheus.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "app/report/gate.h"
@@ -131,6 +133,79 @@ std::string sweep_families(const json& report) {
   return busbw.text();
 }
 
+// The drill's recovery: the figures `gate.max_rto_s` and `gate.max_rpo_steps` judge, and how long
+// each failure took to be detected (`failure` is its index in drill.failures[]: a drill injects a
+// handful).
+std::string drill_families(const json& report) {
+  Family rto("trainproof_drill_rto_seconds",
+             "Recovery time objective the drill measured: failure to training again.");
+  Family rpo_steps("trainproof_drill_rpo_steps",
+                   "Recovery point the drill measured: the steps of work lost and redone.");
+  Family rpo_seconds("trainproof_drill_rpo_seconds",
+                     "Recovery point the drill measured, as the time of the steps redone.");
+  Family detection("trainproof_drill_detection_seconds",
+                   "Each injected failure: the time from the fault to its detection.");
+  if (const json* v = at(report, {"drill", "rto_s"}); v && v->is_number()) rto.add({}, *v);
+  if (const json* v = at(report, {"drill", "rpo_steps"}); v && v->is_number())
+    rpo_steps.add({}, *v);
+  if (const json* v = at(report, {"drill", "rpo_s"}); v && v->is_number()) rpo_seconds.add({}, *v);
+  if (const json* failures = at(report, {"drill", "failures"}); failures && failures->is_array())
+    for (size_t i = 0; i < failures->size(); ++i) {
+      const json& f = (*failures)[i];
+      if (f.is_object() && f.value("detected", false) && f.contains("detected_after_s") &&
+          f["detected_after_s"].is_number())
+        detection.add({{"failure", std::to_string(i)}, {"kind", f.value("kind", "")}},
+                      f["detected_after_s"]);
+    }
+  return rto.text() + rpo_steps.text() + rpo_seconds.text() + detection.text();
+}
+
+// The median of the measured cells of one node's row (what it sent) or column (what it received).
+std::optional<double> node_median(const json& matrix, size_t node, bool sent) {
+  std::vector<double> cells;
+  for (size_t other = 0; other < matrix.size(); ++other) {
+    if (other == node || !matrix[other].is_array()) continue;
+    const json& row = sent ? matrix[node] : matrix[other];
+    const size_t column = sent ? other : node;
+    if (row.is_array() && column < row.size() && row[column].is_number())
+      cells.push_back(row[column]);
+  }
+  if (cells.empty()) return std::nullopt;
+  std::sort(cells.begin(), cells.end());
+  const size_t mid = cells.size() / 2;
+  return cells.size() % 2 ? cells[mid] : (cells[mid - 1] + cells[mid]) / 2;
+}
+
+// Each node's pairwise bandwidth per rail, direction and mode: the median over its peers, so the
+// series grow with the nodes and never with the pairs (4,096 nodes make 16 million pairs).
+std::string pairwise_families(const json& report) {
+  Family node("trainproof_pairwise_node_bytes_per_second",
+              "Each node's pairwise bandwidth: the median over its peers of what it sent or "
+              "received, one direction at a time (one_way) or both at once (both_ways).");
+  const json* rails = at(report, {"sweep", "pairwise", "rails"});
+  if (rails && rails->is_array())
+    for (const json& rail : *rails) {
+      if (!rail.is_object() || !rail.contains("hosts") || !rail["hosts"].is_array()) continue;
+      const json& hosts = rail["hosts"];
+      const std::string rail_id = std::to_string(rail.value("rail", 0));
+      for (const char* mode : {"one_way", "both_ways"}) {
+        const json* matrix = at(rail, {(std::string(mode) + "_gbps").c_str()});
+        if (!matrix || !matrix->is_array()) continue;
+        for (size_t n = 0; n < hosts.size() && n < matrix->size(); ++n) {
+          if (!hosts[n].is_string()) continue;
+          for (const bool sent : {true, false})
+            if (const auto gbps = node_median(*matrix, n, sent))
+              node.add({{"host", hosts[n]},
+                        {"rail", rail_id},
+                        {"direction", sent ? "send" : "receive"},
+                        {"mode", mode}},
+                       *gbps * 1e9);
+        }
+      }
+    }
+  return node.text();
+}
+
 std::string node_families(const json& report) {
   Family flagged("trainproof_node_flagged", "1 when a check flagged the node, else 0.");
   if (const json* nodes = at(report, {"nodes"}); nodes && nodes->is_array())
@@ -159,7 +234,8 @@ std::string prometheus_label_value(const std::string& text) {
 
 std::string render_prometheus(const json& report) {
   return run_families(report) + check_families(report) + train_families(report) +
-         sweep_families(report) + node_families(report);
+         sweep_families(report) + pairwise_families(report) + drill_families(report) +
+         node_families(report);
 }
 
 }  // namespace tp

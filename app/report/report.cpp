@@ -180,24 +180,33 @@ NodeSection node_section(const RunRecord& run, const RankFigures& f) {
   NodeSection section;
   for (size_t n = 0; n < hosts.names.size(); ++n) {
     const std::vector<int>& ranks = hosts.ranks_of[hosts.names[n]];
-    json reasons = json::array();
+    // Each reason with the check whose status it takes (a gate threshold may replace the
+    // straggler check's default).
+    json reasons = json::array(), findings = json::array();
+    const auto add = [&](const std::string& check, const std::string& why) {
+      reasons.push_back(why);
+      findings.push_back(node_finding(check, why));
+    };
     for (int r : ranks)
       if (f.scores.size() >= kStragglerPeers && f.scores[r] < kStragglerThreshold)
-        reasons.push_back("rank " + std::to_string(r) + " is a straggler: compute p50 " +
-                          ms(f.compute_p50[r]) + " against a median of " + ms(f.typical_compute) +
-                          " (score " + fixed2(f.scores[r]) + ")");
+        add("min_straggler_score", "rank " + std::to_string(r) + " is a straggler: compute p50 " +
+                                       ms(f.compute_p50[r]) + " against a median of " +
+                                       ms(f.typical_compute) + " (score " + fixed2(f.scores[r]) +
+                                       ")");
     if (node_scores.size() >= kStragglerPeers && node_scores[n] < kStragglerThreshold)
-      reasons.push_back("node compute p50 " + ms(node_compute[n]) + " against a node median of " +
-                        ms(median(node_compute)) + " (score " + fixed2(node_scores[n]) + ")");
+      add("flagged_nodes", "node compute p50 " + ms(node_compute[n]) +
+                               " against a node median of " + ms(median(node_compute)) +
+                               " (score " + fixed2(node_scores[n]) + ")");
     if (const auto t = run.topology_reasons.find(hosts.names[n]); t != run.topology_reasons.end())
-      for (const std::string& why : t->second) reasons.push_back(why);
+      for (const std::string& why : t->second) add("flagged_nodes", why);
     if (!reasons.empty()) section.flagged.push_back(hosts.names[n]);
     section.nodes.push_back({{"host", hosts.names[n]},
                              {"ranks", ranks},
                              {"compute_p50", node_compute[n]},
                              {"straggler_score", node_scores[n]},
                              {"flagged", !reasons.empty()},
-                             {"reasons", reasons}});
+                             {"reasons", reasons},
+                             {"findings", findings}});
   }
   return section;
 }

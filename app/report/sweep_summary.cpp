@@ -38,8 +38,12 @@ std::string pass_cells(const json& row) {
 
 std::string tables(const json& sweep) {
   std::string out;
+  const json devices = sweep.value("devices", json::array());  // absent in older reports
+  int index = 0;
   for (const json& group : sweep.at("groups")) {
     const std::string name = group.at("name");
+    const std::vector<int> world_ranks = group.value("world_ranks", std::vector<int>());
+    const int group_index = index++;
     std::string op;
     std::vector<json> op_rows;      // the operation's rows so far, for its closing lines
     const json* pending = nullptr;  // the out-of-place row waiting for its in-place twin
@@ -49,7 +53,7 @@ std::string tables(const json& sweep) {
         if (!op_rows.empty()) out += sweep_op_closing_lines(op_rows);
         op_rows.clear();
         op = row.at("op");
-        out += sweep_table_header(op, name, group.at("ranks").get<int>());
+        out += sweep_table_header(op, name, world_ranks, devices, group_index);
       }
       op_rows.push_back(row);
       if (!row.at("in_place").get<bool>()) {
@@ -112,8 +116,45 @@ std::string pairwise_lines(const json& p) {
 
 }  // namespace
 
-std::string sweep_table_header(const std::string& op, const std::string& group, int ranks) {
-  return printf_text("#\n# %s, %d ranks (%s)\n", op.c_str(), ranks, group.c_str()) +
+std::string nccl_tests_program(const std::string& op) {
+  static const std::map<std::string, std::string> programs = {
+      {"allreduce", "all_reduce_perf"},
+      {"allgather", "all_gather_perf"},
+      {"reducescatter", "reduce_scatter_perf"},
+      {"broadcast", "broadcast_perf"},
+      {"alltoall", "alltoall_perf"},
+      {"sendrecv", "sendrecv_perf"},
+      {"reduce", "reduce_perf"}};
+  const auto found = programs.find(op);
+  return found != programs.end() ? found->second : op + "_perf";
+}
+
+std::string device_lines(const std::vector<int>& world_ranks, const json& devices, int index) {
+  std::string out = "# Using devices\n";
+  size_t shown = 0;
+  for (int rank : world_ranks) {
+    if (rank < 0 || size_t(rank) >= devices.size() || !devices[size_t(rank)].is_object()) continue;
+    if (shown++ == kDeviceLines) break;
+    const json& d = devices[size_t(rank)];
+    // nccl-tests prints the PCI domain, bus and device: the function is left out.
+    std::string pci = d.value("pci_bus_id", "");
+    if (const size_t dot = pci.rfind('.'); dot != std::string::npos) pci.resize(dot);
+    out += printf_text("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", rank, index,
+                       d.value("pid", 0), d.value("host", "").c_str(), d.value("device", -1),
+                       pci.empty() ? "none" : pci.c_str(), d.value("name", "").c_str());
+  }
+  if (shown > kDeviceLines)
+    out += printf_text("#  ... and %zu more ranks (sweep.devices[] in the report lists each)\n",
+                       world_ranks.size() - kDeviceLines);
+  return out;
+}
+
+std::string sweep_table_header(const std::string& op, const std::string& group,
+                               const std::vector<int>& world_ranks, const json& devices,
+                               int index) {
+  return "#\n# Collective test starting: " + nccl_tests_program(op) + "\n#\n" +
+         device_lines(world_ranks, devices, index) +
+         printf_text("#\n# %s, %zu ranks (%s)\n", op.c_str(), world_ranks.size(), group.c_str()) +
          "#                                                              out-of-place            "
          "           in-place\n"
          "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
@@ -155,7 +196,8 @@ std::string sweep_op_closing_lines(const std::vector<json>& rows) {
                      wrong == 0 ? "OK" : "FAILED") +
          "# Avg bus bandwidth    : " + average(all, counted) +
          "\n# trainproof: avg busbw over sizes >= 1 MiB : " + average(large, counted_large) +
-         "\n#\n";
+         "\n#\n# Collective test concluded: " +
+         nccl_tests_program(rows.empty() ? "" : rows.front().value("op", "")) + "\n#\n";
 }
 
 std::string render_sweep_summary(const json& untrusted, bool with_tables) {

@@ -110,21 +110,27 @@ json checks_of(const SweepRecord& record, const WrongSummary& wrong) {
 }
 
 json nodes_json(const SweepRecord& record) {
-  auto reasons = record.topology_reasons;
+  std::map<std::string, std::vector<json>> findings;
+  for (const auto& [host, reasons] : record.topology_reasons)
+    for (const std::string& why : reasons) findings[host].push_back(node_finding("topology", why));
   if (record.pairwise)
-    for (const auto& [host, why] : pairwise_node_reasons(*record.pairwise))
-      reasons[host].insert(reasons[host].end(), why.begin(), why.end());
+    for (const auto& [host, found] : pairwise_node_findings(*record.pairwise))
+      findings[host].insert(findings[host].end(), found.begin(), found.end());
   json nodes = json::array();
   for (const std::string& host : record.hosts) {
     json ranks = json::array();
     for (size_t r = 0; r < record.host_of_rank.size(); ++r)
       if (record.host_of_rank[r] == host) ranks.push_back(r);
-    const auto mine = reasons.find(host);
-    const bool flagged = mine != reasons.end();
+    const auto mine = findings.find(host);
+    const bool flagged = mine != findings.end();
+    json reasons = json::array();
+    if (flagged)
+      for (const json& found : mine->second) reasons.push_back(found.at("reason"));
     nodes.push_back({{"host", host},
                      {"ranks", ranks},
                      {"flagged", flagged},
-                     {"reasons", flagged ? json(mine->second) : json::array()}});
+                     {"reasons", reasons},
+                     {"findings", flagged ? json(mine->second) : json::array()}});
   }
   return nodes;
 }
@@ -193,6 +199,7 @@ json build_sweep_report(const SweepRecord& record) {
   const WrongSummary wrong = wrong_summary(record);
   sweep["results"] = results;
   sweep["groups"] = groups;
+  sweep["devices"] = record.devices;
   sweep["slowest_group"] = slowest_group(groups);
   sweep["wrong"] = wrong.total;
   sweep["first_wrong"] = wrong.first;
@@ -203,7 +210,8 @@ json build_sweep_report(const SweepRecord& record) {
   report["context"] = record.context;
   report["nodes"] = nodes_json(record);
   if (record.pairwise) {
-    for (const char* key : {"results", "groups", "slowest_group", "wrong", "first_wrong"})
+    for (const char* key :
+         {"results", "groups", "devices", "slowest_group", "wrong", "first_wrong"})
       sweep.erase(key);
     sweep["pairwise"] = pairwise_json(*record.pairwise);
   }

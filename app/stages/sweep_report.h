@@ -88,6 +88,9 @@ struct SweepRecord {
   bool topology_measured = true;           // false with preflight.topology=false
   std::vector<SweepGroupRecord> groups;    // sweep.mode=collectives
   std::optional<PairwiseRecord> pairwise;  // sweep.mode=pairwise
+  // [world rank] {rank, host, pid, device, pci_bus_id, name}: sweep.devices[], for the tables'
+  // "# Using devices" lines (complete on rank 0)
+  nlohmann::json devices = nlohmann::json::array();
 };
 
 // Fewer timed iterations per row than this get a warning: p50 and p99 rest on few samples.

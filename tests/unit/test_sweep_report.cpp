@@ -1,6 +1,9 @@
 // The sweep report's verdict and summary figures from typed records (app/stages/sweep_report.h).
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <sstream>
+
 #include "app/report/sweep_summary.h"
 #include "app/stages/sweep_report.h"
 
@@ -128,16 +131,81 @@ TEST(SweepReport, RowsSurviveTheirJson) {
 
 TEST(SweepTable, ALineHasNcclTestsColumnsAndNotApplicableInPlace) {
   tp::SweepRow r = row(1048576, 7.63);
-  r.op = CollectiveOp::sendrecv;
+  r.op = CollectiveOp::alltoall;
   r.mean_us = 137.5;
   tp::SweepRow in = r;
   in.in_place = true;
-  in.not_run = "sendrecv has no in-place form";
+  in.not_run = "NCCL's alltoall is grouped sends and receives, which cannot share one buffer";
   const std::string line =
       tp::sweep_table_line(tp::sweep_row_json(r, "world"), tp::sweep_row_json(in, "world"));
   EXPECT_EQ(line,
             "     1048576        262144     float    none      -1    137.5    5.09    7.63       0"
             "      N/A     N/A     N/A     N/A\n");
+}
+
+// What nccl-tests' output consumers match a row with: both passes' time, algbw and busbw are
+// numbers.
+const std::regex kNcclTestsRow(
+    R"(^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A))"
+    R"(\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+|N/A)\s*$)");
+
+TEST(SweepTable, ASendrecvRowRunInPlaceReadsAsNcclTestsPrintsIt) {
+  tp::SweepRow r = row(1048576, 7.63);
+  r.op = CollectiveOp::sendrecv;
+  r.mean_us = 137.5;
+  tp::SweepRow in = r;
+  in.in_place = true;
+  in.mean_us = 140.25;
+  std::string line =
+      tp::sweep_table_line(tp::sweep_row_json(r, "world"), tp::sweep_row_json(in, "world"));
+  EXPECT_EQ(line,
+            "     1048576        262144     float    none      -1    137.5    5.09    7.63       0"
+            "    140.2    5.09    7.63       0\n");
+  line.pop_back();
+  EXPECT_TRUE(std::regex_match(line, kNcclTestsRow)) << line;
+}
+
+TEST(SweepTable, TheHeaderNamesEveryRanksDeviceUpTo64AndTheTestItStarts) {
+  nlohmann::json devices = nlohmann::json::array();
+  std::vector<int> ranks;
+  for (int r = 0; r < 4096; ++r) {
+    devices.push_back({{"rank", r},
+                       {"host", "gpu" + std::to_string(r / 8)},
+                       {"pid", 1000 + r},
+                       {"device", r % 8},
+                       {"pci_bus_id", "0000:1" + std::to_string(r % 8) + ":00.0"},
+                       {"name", "NVIDIA H200"}});
+    ranks.push_back(r);
+  }
+  const std::string header = tp::sweep_table_header("allreduce", "world", ranks, devices, 0);
+  EXPECT_EQ(header.rfind("#\n# Collective test starting: all_reduce_perf\n#\n# Using devices\n", 0),
+            0u)
+      << header;
+  EXPECT_NE(header.find("#  Rank  9 Group  0 Pid   1009 on       gpu1 device  1 [0000:11:00] "
+                        "NVIDIA H200\n"),
+            std::string::npos)
+      << header;
+  const std::regex rank_line(R"(^#  Rank\s+\d+ Group\s+\d+ Pid\s+\d+ on\s+\S+ device\s+-?\d+ )"
+                             R"(\[[^\]]+\] .+$)");
+  size_t lines = 0;
+  std::istringstream in(header);
+  for (std::string line; std::getline(in, line);) lines += std::regex_match(line, rank_line);
+  EXPECT_EQ(lines, tp::kDeviceLines);
+  EXPECT_NE(header.find("#  ... and 4032 more ranks"), std::string::npos);
+  const std::string few = tp::sweep_table_header("sendrecv", "node gpu0", {0, 1}, devices, 3);
+  EXPECT_NE(few.find("#  Rank  1 Group  3 Pid   1001 on       gpu0 device  1 [0000:11:00]"),
+            std::string::npos)
+      << few;
+  EXPECT_EQ(few.find("more ranks"), std::string::npos);
+}
+
+TEST(SweepTable, TheClosingLinesSayTheTestConcluded) {
+  nlohmann::json r = tp::sweep_row_json(row(1048576, 7.63), "world");
+  r["op"] = "sendrecv";
+  const std::string closing = tp::sweep_op_closing_lines({r});
+  EXPECT_NE(closing.find("# Avg bus bandwidth    : 7.63\n"), std::string::npos) << closing;
+  EXPECT_NE(closing.find("\n#\n# Collective test concluded: sendrecv_perf\n"), std::string::npos)
+      << closing;
 }
 
 }  // namespace
