@@ -242,7 +242,10 @@ std::vector<std::string> timeline_lines(const json& job) {
   }
   for (const json& category : sorted) {
     const std::string seconds = printf_text("%.2f", category.at("seconds").get<double>());
-    const std::string percent = printf_text("%.1f%%", 100 * category.at("fraction").get<double>());
+    // One decimal, so the column lines up; a share above 0 that would read 0.0% says <0.1%.
+    const double fraction = category.at("fraction").get<double>();
+    const std::string percent =
+        fraction > 0 && fraction < 0.001 ? "<0.1%" : printf_text("%.1f%%", 100 * fraction);
     lines.push_back("  " + padded(category.at("name").get<std::string>(), name_width, true) + "  " +
                     padded(seconds, seconds_width, false) + " s  " + padded(percent, 6, false));
   }

@@ -142,12 +142,12 @@ std::string phase_table(const json& train) {
 
 std::string throughput_line(const json& train) {
   return printf_text(
-      "\nAU %.3f | %s samples/s | %s tokens/s | achieved %s (%.0f%% of the GEMM-alone "
+      "\nAU %.3f | %s samples/s | %s tokens/s | achieved %s (%s of the GEMM-alone "
       "rate %s)\n",
       train.at("au").get<double>(), si(train.at("samples_per_s").get<double>(), "").c_str(),
       si(train.at("tokens_per_s").get<double>(), "").c_str(),
       si(train.at("achieved_flops").get<double>(), "FLOP/s").c_str(),
-      100.0 * train.at("achieved_vs_gemm_rate").get<double>(),
+      readable_percent(train.at("achieved_vs_gemm_rate").get<double>()).c_str(),
       si(train.at("gemm_rate_flops").get<double>(), "FLOP/s").c_str());
 }
 

@@ -258,6 +258,16 @@ TEST(JobTimeline, AQueueIsBesideTheWallTimeAndAMissingOneSaysSo) {
   EXPECT_EQ(unknown.at("queue_note"), "sacct gave no start time");
 }
 
+// A category of 1/8192 s in a 64 s job is 0.0002% of it: it reads <0.1%, never 0.0% (nothing)
+// nor 0.00019%.
+TEST(JobTimeline, ATinyShareReadsAsBelowATenthOfAPercent) {
+  const json job = tp::job_json(
+      {tp::rank_timeline(0, sent_after({{"launch", 1.0 / 8192}, {"setup", 64.0}}), {})}, {});
+  const std::vector<std::string> lines = tp::timeline_lines(job);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2], "  launch   0.00 s   <0.1%");
+}
+
 TEST(JobTimeline, SummaryLinesAreOnePerCategoryLargestFirstAndAligned) {
   const std::vector<std::string> expected{
       "job: 30.0 s wall on every rank (mean), goodput 0.54; queue 3.0 s before it",

@@ -105,6 +105,20 @@ TEST(Report, FlaggedNodesSaysWhatWasComparedAndIsNotApplicableWithNothing) {
             "no node flagged (compared: ranks' compute, topology)");
 }
 
+// With two ranks no straggler can be named (the median is their mean): the slow rank is not
+// marked FLAGGED beside "flagged nodes: none".
+TEST(Report, NoRankIsFlaggedWhereNoNodeCouldBe) {
+  tp::RunRecord run = sample_run();
+  run.ranks.resize(2);
+  run.timings.resize(2);
+  run.digests.resize(2);
+  const json report = tp::build_report(run);
+  for (const auto& rank : report["ranks"]) EXPECT_FALSE(rank["flagged"].get<bool>()) << rank;
+  const std::string text = tp::render_summary(report, 4);
+  EXPECT_EQ(text.find("FLAGGED"), std::string::npos) << text;
+  EXPECT_NE(text.find("flagged nodes: none"), std::string::npos) << text;
+}
+
 TEST(Report, ThroughputAndUtilisation) {
   const json report = tp::build_report(sample_run(0.0101));
   const json& train = report["train"];
