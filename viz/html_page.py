@@ -183,9 +183,10 @@ def job_block(run):
     queue = job.get("queue_s")
     queue = f"{readable(queue)} s" if queue is not None else job.get("queue_note")
     summary = (f"<p>wall {esc(readable(wall))} s (mean over ranks; the slowest rank "
-               f"{esc(readable(job.get('wall_max_s')))} s), goodput "
-               f"<b>{esc(readable(job.get('goodput')))}</b>, training stage goodput "
-               f"{esc(readable(job.get('train_goodput')))}; queue: {esc(queue)}</p>")
+               f"{esc(readable(job.get('wall_max_s')))} s); goodput: training stage "
+               f"<b>{esc(readable(job.get('train_goodput')))}</b>, whole job "
+               f"{esc(readable(job.get('goodput')))} (the job's counts the other stages as lost "
+               f"time); queue: {esc(queue)}</p>")
     times = durations([c.get("seconds") for c in categories])  # one unit for the column
     rows = [(c.get("name"), time, percent(c.get("fraction")))
             for c, time in zip(categories, times)]

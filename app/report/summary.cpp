@@ -293,7 +293,10 @@ std::string stage_lines(const json& report) {
   const json attempts = report["accept"].value("attempts", json::array());
   const std::string partial = partial_line(report["accept"]);
   if (!attempts.is_array() || attempts.empty()) return partial;
-  std::string out = partial + "accept stages:";
+  // The verdict and the stages lead; the goodput beside them names which one it is, as the job's
+  // alone counts the sweep and the other stages as lost time.
+  std::string out = partial + "acceptance verdict: " + report.value("verdict", std::string("?")) +
+                    "\naccept stages:";
   for (const json& a : attempts) {
     if (!a.is_object()) continue;
     const std::string stage = a.value("stage", "");
@@ -304,6 +307,8 @@ std::string stage_lines(const json& report) {
     out += ",";
   }
   out.back() = '\n';
+  if (report.contains("job") && report["job"].is_object())
+    out += goodput_text(report["job"]) + "\n";
   return out;
 }
 

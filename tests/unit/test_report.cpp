@@ -364,6 +364,29 @@ TEST(Report, SummaryWithTimelineAndCostMatchesGolden) {
   expect_golden(tp::render_summary(report), "summary-timeline-cost.golden");
 }
 
+// An acceptance run's summary leads with its verdict and stages, and names both goodputs: the
+// job's alone (0.2 here) counts the sweep as lost time.
+TEST(Report, AnAcceptanceSummaryLeadsWithTheVerdictTheStagesAndBothGoodputs) {
+  json report = tp::build_report(sample_run());
+  report["accept"] = {
+      {"attempts",
+       {{{"stage", "sweep"}, {"verdict", "PASS"}}, {{"stage", "train"}, {"verdict", "WARN"}}}}};
+  report["job"] = tp::job_json({tp::RankTimeline{0,
+                                                 60.0,
+                                                 {{"launch", 2.0},
+                                                  {"sweep", 40.0},
+                                                  {"setup", 1.0},
+                                                  {"productive", 12.0},
+                                                  {"teardown", 5.0}}}},
+                               {});
+  const std::string text = tp::render_summary(report);
+  EXPECT_EQ(text.substr(0, text.find("trainproof 0.1.0")),
+            "acceptance verdict: WARN\n"
+            "accept stages: sweep PASS, train WARN\n"
+            "goodput: training stage 0.67, whole job 0.20 (launch and sweep are not training)\n")
+      << text;
+}
+
 // The report is a contract (docs/report.md): any change to its JSON, key by key, must be
 // deliberate. Regenerate with TRAINPROOF_UPDATE_GOLDEN=1.
 TEST(Report, JsonMatchesGolden) {
