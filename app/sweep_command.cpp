@@ -49,7 +49,9 @@ int report_sweep(const Invocation& inv, const SweepConfig& cfg, json report, con
 
 int run_sweep_command(const Invocation& inv) {
   const SweepConfig cfg = sweep_config_from(inv.options);  // usage errors before MPI starts
-  const TrainConfig train = train_config_from(inv.options);
+  // The sweep trains nothing: of the training settings it reads the backends, the watchdog and
+  // the preflight's (sweep --help lists those alone; app/cli/option_groups.cpp).
+  const TrainConfig train = stage_config_from(inv.options);
   const Baseline baseline = baseline_from(inv.options);
   const std::string stage = cfg.mode == "pairwise" ? "pairwise" : "sweep";
   const GateConfig gate =

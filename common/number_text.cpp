@@ -29,6 +29,8 @@ std::string readable_number(double value, int digits) {
 std::string readable_percent(double fraction) {
   if (!std::isfinite(fraction)) return "n/a";
   const double percent = 100 * fraction;
+  // A share too small to read in a percentage says so rather than printing 0% or 0.00034%.
+  if (percent != 0 && std::fabs(percent) < 0.1) return percent > 0 ? "<0.1%" : ">-0.1%";
   // Two significant digits below 10%, whole percents above: 0.42%, 4.2%, 42%, 170%.
   return (std::fabs(percent) >= 10 ? readable_number(std::round(percent))
                                    : readable_number(percent, 2)) +

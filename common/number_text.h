@@ -19,7 +19,8 @@ inline std::string exact_number(double value) {
 // whole numbers from 1,000 up (18000, not 1.8e+04); "n/a" for a value that is not finite.
 std::string readable_number(double value, int digits = 3);
 
-// A share as a percentage with sensible digits: 42%, 4.2%, 0.42%, 0.042%; 0%; 17000%.
+// A share as a percentage with sensible digits: 42%, 4.2%, 0.42%; <0.1% for a share above 0 too
+// small to read as a percentage; 0%; 17000%.
 std::string readable_percent(double fraction);
 
 }  // namespace tp

@@ -15,7 +15,7 @@
 #       folders, which must be on the storage under test. Reports of an earlier run
 #       found there are first moved into earlier-TIME/ beside them.
 #   -f  the drill's fault (default random:seed=3: one kill at a rank, step and phase drawn from
-#       the seed; see trainproof --help for the grammar)
+#       the seed; see trainproof drill --help for the grammar)
 #   -S  strict: a WARN verdict exits 1 (report merge --strict)
 #   OPTIONS go to accept and to the drill (e.g. --cost.node_hour=3.2 --gate.max_rto_s=120)
 # Exit code: the merged verdict's (0 PASS/WARN, 1 FAIL or INCOMPLETE); 2 for a bad option, here or
@@ -62,7 +62,7 @@ if [ -n "$gate_file" ] && ! { [ -f "$gate_file" ] && [ -r "$gate_file" ]; }; the
   usage_error "-g $(quoted "$gate_file") is not a readable gate file"
 fi
 if [ -e "$out" ] && [ ! -d "$out" ]; then usage_error "-o $(quoted "$out") is a file, not a folder"; fi
-[ -n "$fault" ] || usage_error "-f needs a fault (see trainproof --help)"
+[ -n "$fault" ] || usage_error "-f needs a fault (see trainproof drill --help)"
 
 bin=${TRAINPROOF:-$PWD/build/trainproof}
 launcher=${LAUNCHER:-$PWD/scripts/mpirun.sh -np $ranks}

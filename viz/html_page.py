@@ -8,7 +8,7 @@ import os
 import subprocess
 import tempfile
 
-from text_format import clip, duration, percent, readable
+from text_format import clip, durations, percent, readable
 
 STATUS_CLASS = {"pass": "pass", "warn": "warn", "fail": "fail", "incomplete": "incomplete"}
 VERDICT_CLASS = {"PASS": "pass", "WARN": "warn", "FAIL": "fail", "INCOMPLETE": "incomplete"}
@@ -119,6 +119,32 @@ def partial_block(run):
     return '<p class="partial"><b>Partial report:</b> ' + esc("; ".join(parts)) + "</p>"
 
 
+# The checks that judge correctness count what differed, against a threshold of 0: the page
+# shows them as the outcome of what was compared, not as "0" against "0".
+COMPARED = {
+    "replica_digest": ("ranks differ", "every rank's state digest against the others'"),
+    "collective_correctness": ("results wrong", "allreduce results against the known values"),
+    "sweep_correctness": ("elements wrong", "every element of every row against its known value"),
+    "pairwise_correctness": ("elements wrong", "every element each pair sent against what arrived"),
+    "restore_digest": ("ranks differ", "each rank's restored state against the state it saved"),
+    "folder_probe": ("probes failed", "a file written, synced, read back and deleted per folder"),
+}
+
+
+def measured_cells(check):
+    """(value, threshold) as the checks table shows them."""
+    value, threshold = check.get("value"), check.get("threshold")
+    compared = COMPARED.get(check.get("name"))
+    if compared is None or threshold != 0 or isinstance(value, (bool, float, str, dict, list)):
+        return cell(value), cell(threshold)
+    what_differs, what = compared
+    if value is None:
+        outcome = "not compared"
+    else:
+        outcome = "pass: exact" if value == 0 else f"fail: {value} {what_differs}"
+    return outcome, f"compared {what}"
+
+
 def checks_block(run):
     checks = [c for c in (run.section("gate") or {}).get("checks") or [] if isinstance(c, dict)]
     if not checks:
@@ -127,10 +153,11 @@ def checks_block(run):
     for c in checks:
         status = str(c.get("status", "?"))
         css = STATUS_CLASS.get(status, "other")
+        value, threshold = measured_cells(c)
         rows.append(
             f'<tr><td>{esc(c.get("name"))}</td><td class="status {css}">{esc(status)}</td>'
-            f'<td class="num">{esc(cell(c.get("value")))}</td>'
-            f'<td class="num">{esc(cell(c.get("threshold")))}</td>'
+            f'<td class="num">{esc(value)}</td>'
+            f'<td class="num">{esc(threshold)}</td>'
             f'<td>{esc(c.get("stage", ""))}</td><td>{esc(c.get("source", ""))}</td>'
             f'<td>{esc(c.get("reason", ""))}</td></tr>')
     head = "".join(f"<th>{h}</th>" for h in ("check", "status", "value", "threshold", "stage",
@@ -156,11 +183,13 @@ def job_block(run):
     queue = job.get("queue_s")
     queue = f"{readable(queue)} s" if queue is not None else job.get("queue_note")
     summary = (f"<p>wall {esc(readable(wall))} s (mean over ranks; the slowest rank "
-               f"{esc(readable(job.get('wall_max_s')))} s), goodput "
-               f"<b>{esc(readable(job.get('goodput')))}</b>, training stage goodput "
-               f"{esc(readable(job.get('train_goodput')))}; queue: {esc(queue)}</p>")
-    rows = [(c.get("name"), duration(c.get("seconds")), percent(c.get("fraction")))
-            for c in categories]
+               f"{esc(readable(job.get('wall_max_s')))} s); goodput: training stage "
+               f"<b>{esc(readable(job.get('train_goodput')))}</b>, whole job "
+               f"{esc(readable(job.get('goodput')))} (the job's counts the other stages as lost "
+               f"time); queue: {esc(queue)}</p>")
+    times = durations([c.get("seconds") for c in categories])  # one unit for the column
+    rows = [(c.get("name"), time, percent(c.get("fraction")))
+            for c, time in zip(categories, times)]
     return ("<h2>Job timeline and goodput</h2>" + summary
             + f'<div class="timeline">{"".join(bar)}</div>'
             + "<p>Every category in timeline order (mean over ranks):</p>"

@@ -31,28 +31,46 @@ def readable(value, unit=""):
     return f"{text} {unit}".rstrip()
 
 
-def duration(seconds):
-    """Seconds in the unit that keeps three significant digits readable: s, ms or us."""
+DURATION_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
+
+
+def duration_unit(values):
+    """The one unit (name, scale) a column of durations is shown in: the one that keeps the
+    largest of them readable (s, ms or us), so no column mixes units."""
+    largest = max((abs(v) for v in map(_finite, values) if v is not None), default=0.0)
+    for unit, scale in DURATION_UNITS:
+        if largest >= scale:
+            return unit, scale
+    return DURATION_UNITS[-1] if largest > 0 else DURATION_UNITS[0]
+
+
+def duration(seconds, unit=None):
+    """Seconds in `unit` (a duration_unit), or else in the unit that keeps three significant
+    digits readable: s, ms or us."""
     seconds = _finite(seconds)
     if seconds is None:
         return "n/a"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3)):
-        if abs(seconds) >= scale:
-            return readable(seconds / scale, unit)
-    return readable(seconds / 1e-6, "us")
+    name, scale = unit or duration_unit([seconds])
+    return readable(seconds / scale, name)
+
+
+def durations(values):
+    """A column of durations, every one in the same unit."""
+    unit = duration_unit(values)
+    return [duration(v, unit) for v in values]
 
 
 def percent(share):
     """A share as a percentage: two significant digits below 10%, whole ones above, and
-    "<0.01%" for a share too small to read."""
+    "<0.1%" for a share above 0 too small to read as a percentage."""
     share = _finite(share)
     if share is None:
         return "n/a"
     value = 100.0 * share
     if value == 0:
         return "0%"
-    if 0 < abs(value) < 0.01:
-        return "<0.01%"
+    if 0 < abs(value) < 0.1:
+        return "<0.1%" if value > 0 else ">-0.1%"
     if abs(value) >= 10:
         return f"{value:.0f}%"
     digits = max(0, 1 - int(math.floor(math.log10(abs(value)))))

@@ -457,6 +457,14 @@ TrainConfig train_config_from(const po::variables_map& vm) {
   return c;
 }
 
+TrainConfig stage_config_from(const po::variables_map& vm) {
+  TrainConfig c;
+  read_backends(vm, c);
+  c.test = test_hooks_from(vm);
+  c.preflight_topology = vm["preflight.topology"].as<bool>();
+  return c;
+}
+
 nlohmann::json effective_options(const po::variables_map& vm) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [name, entry] : vm) {

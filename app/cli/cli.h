@@ -30,11 +30,16 @@ struct Invocation {
 
 // Throws UsageError naming the option, file or value at fault.
 Invocation parse_invocation(int argc, const char* const argv[]);
-// --help: the subcommand's usage, every option with its default, the fault grammar; the test
-// suite's hooks (test.*) only with `with_test_hooks` (--help-all).
+// --help: the subcommand's usage, the options it reads (app/cli/option_groups.cpp) with their
+// defaults, and the fault grammar where it takes --fault; `with_test_hooks` (--help-all): every
+// option, the test suite's hooks (test.*) included.
 std::string help_text(const std::string& subcommand, bool with_test_hooks = false);
 
 TrainConfig train_config_from(const po::variables_map& options);
+// What a stage that trains nothing (the sweep) reads of the training settings: the backends, the
+// watchdog, the preflight's topology read and the test hooks; the model, the run, checkpoints,
+// data and faults keep their defaults.
+TrainConfig stage_config_from(const po::variables_map& options);
 
 // Every option with its effective value, for the report context.
 nlohmann::json effective_options(const po::variables_map& options);

@@ -28,8 +28,9 @@ po::options_description general_options() {
   po::options_description group = option_group("General");
   // clang-format off
   group.add_options()
-      ("help,h", "show this help and exit")
-      ("help-all", "show this help with the test suite's hooks (test.*) too, and exit")
+      ("help,h", "show the subcommand's options (its own and these common ones) and exit")
+      ("help-all", "show every option of every subcommand, the test suite's hooks (test.*) "
+       "included, and exit")
       ("version", "print the version and exit")
       ("scenario", po::value<std::string>()->value_name("FILE"),
        "INI file of options ([section] name = value); the command line wins over it")
@@ -61,6 +62,10 @@ po::options_description general_options() {
       ("html", po::value<std::string>()->default_value("")->value_name("FILE"),
        "report html: where to write the page (default: the report's path with .html for "
        ".json); report compare: also write both reports side by side as one HTML page to FILE")
+      ("baseline", po::value<std::string>()->default_value("")->value_name("FILE"),
+       "accept, train, sweep: a golden report of the same work; every metric of report compare "
+       "becomes a gate check (baseline_*) that fails below --tolerance of the golden value; "
+       "report plot and report html draw its busbw curve beside the run's")
       ("format", po::value<std::string>()->default_value("list")->value_name("FORMAT"),
        "report nodes: list (each flagged node and its reasons), hostlist (Slurm's compressed "
        "list, for srun --exclude), drain (scontrol update ... State=DRAIN lines, printed, never "
@@ -412,25 +417,17 @@ po::options_description test_options() {
 
 }  // namespace
 
-po::options_description option_registry(bool with_test_hooks) {
-  po::options_description all(kHelpLineLength, kHelpDescriptionLength);
-  all.add(general_options())
-      .add(model_options())
-      .add(train_options())
-      .add(compute_options())
-      .add(comm_options())
-      .add(checkpoint_options())
-      .add(watchdog_options())
-      .add(fault_options())
-      .add(data_options())
-      .add(drill_options())
-      .add(preflight_options())
-      .add(sweep_options())
-      .add(accept_options())
-      .add(gate_options())
-      .add(cost_options());
-  if (with_test_hooks) all.add(test_options());
-  return all;
+const std::vector<OptionGroup>& option_groups() {
+  static const std::vector<OptionGroup> groups = {
+      {"general", general_options},     {"model", model_options},
+      {"train", train_options},         {"compute", compute_options},
+      {"comm", comm_options},           {"checkpoint", checkpoint_options},
+      {"watchdog", watchdog_options},   {"faults", fault_options},
+      {"data", data_options},           {"drill", drill_options},
+      {"preflight", preflight_options}, {"sweep", sweep_options},
+      {"accept", accept_options},       {"gate", gate_options},
+      {"cost", cost_options},           {kTestHooksGroup, test_options}};
+  return groups;
 }
 
 // Boost reflows a description to its own column width, which breaks any table inside it; this one

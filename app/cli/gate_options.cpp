@@ -29,18 +29,15 @@ po::options_description accept_options() {
        "STAGE=SECONDS[,STAGE=SECONDS...], e.g. pairwise=1800,train=900: a stage's own "
        "deadline (a decimal number of seconds from 0.001 to 1e7), counted from its start. Past it (or past the time budget, whichever comes "
        "first) the stage stops at its next stop point, as it does when the budget runs out, and "
-       "the report names the stage's deadline. Empty: the stages share the budget")
-      ("baseline", po::value<std::string>()->default_value("")->value_name("FILE"),
-       "accept, train, sweep: a golden report of the same work; every metric of report compare "
-       "becomes a gate check (baseline_*) that fails below --tolerance of the golden value; "
-       "report plot and report html draw its busbw curve beside the run's");
+       "the report names the stage's deadline. Empty: the stages share the budget");
   // clang-format on
   return group;
 }
 
 po::options_description gate_options() {
   po::options_description group = option_group(
-      "Gate (accept; a threshold of 0 is not checked; docs/acceptance.md, \"Checks\")");
+      "Gate (accept, train, sweep; a threshold of 0 is not checked; docs/acceptance.md, "
+      "\"Checks\")");
   // clang-format off
   group.add_options()
       ("gate.file", po::value<std::string>()->default_value("")->value_name("FILE"),

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_options.h"
@@ -175,13 +176,25 @@ std::string readable_defaults(const std::string& help) {
 }  // namespace
 
 std::string help_text(const std::string& subcommand, bool with_test_hooks) {
+  // --help: the subcommand's own groups and the common ones; --help-all: every option.
+  const std::vector<std::string>& groups = option_groups_of(subcommand);
   std::ostringstream options;
-  options << option_registry(with_test_hooks);
+  if (with_test_hooks)
+    options << option_registry(true);
+  else
+    options << option_registry_of(groups, false);
   std::ostringstream out;
   out << usage_of(subcommand) << '\n' << readable_defaults(options.str());
   if (!with_test_hooks)
-    out << "\nThe test suite's hooks (test.*) are left out: trainproof --help-all lists them.\n";
-  out << '\n' << fault_grammar();
+    out << "\n"
+        << (subcommand.empty()
+                ? "trainproof SUBCOMMAND --help lists a subcommand's own options.\n"
+                : "Only the options this subcommand reads are listed; the others are accepted\n"
+                  "too, so a whole scenario file can be passed.\n")
+        << "trainproof --help-all lists every option, the test suite's hooks (test.*)\n"
+           "included.\n";
+  if (with_test_hooks || std::count(groups.begin(), groups.end(), "faults"))
+    out << '\n' << fault_grammar();
   return out.str();
 }
 

@@ -389,6 +389,10 @@ int publish(const Invocation& invocation, const DrillOptions& options, const Dri
 
 }  // namespace
 
+void read_drill_options(const po::variables_map& values) {
+  drill_options_from(values);
+}
+
 int run_drill(const Invocation& invocation) {
   const DrillOptions options = drill_options_from(invocation.options);
   DrillResult result;

@@ -8,4 +8,8 @@ namespace tp {
 // final state bit-identical to a reference run. Returns the process exit code.
 int run_drill(const Invocation& invocation);
 
+// The drill's options, read as run_drill reads them before its first launch (UsageError for a
+// bad one); what `drill --help` lists is held to it (tests/unit/test_help.cpp).
+void read_drill_options(const po::variables_map& values);
+
 }  // namespace tp

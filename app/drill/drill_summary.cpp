@@ -6,6 +6,7 @@
 #include "app/drill/drill_verdict.h"
 #include "app/report/report.h"
 #include "app/report/report_text.h"
+#include "common/number_text.h"
 #include "common/redact.h"
 
 namespace tp {
@@ -77,6 +78,19 @@ std::string format(const char* pattern, auto... values) {
   std::snprintf(text.data(), text.size(), pattern, values...);
   text.pop_back();
   return text;
+}
+
+// "RPO 6 steps (0.53 s); RTO 5.65 s": a person's numbers (common/number_text.h), n/a where the
+// drill measured none.
+std::string recovery_text(const DrillResult& result) {
+  auto seconds = [](const std::optional<double>& s) {
+    return s ? readable_number(*s) + " s" : std::string("n/a");
+  };
+  std::string rpo = "n/a";
+  if (result.rpo_steps)
+    rpo = std::to_string(*result.rpo_steps) + " steps" +
+          (result.rpo_s ? " (" + seconds(result.rpo_s) + ")" : "");
+  return "RPO " + rpo + "; RTO " + seconds(result.rto_s);
 }
 
 // The summary's failure lines have always been cut at this length.
@@ -193,8 +207,7 @@ std::string drill_summary(const DrillResult& result, const std::string& report_p
   for (const DrillFailure& failure : result.failures) text += "  " + failure_line(failure) + "\n";
   for (const DrillCorruption& damage : result.corruptions)
     text += "  corrupt    " + damage.fault + " -> " + damage.file + "\n";
-  text += "  restarts " + std::to_string(result.restarts) + "; RPO " + shown(result.rpo_steps) +
-          " steps (" + shown(result.rpo_s) + " s); RTO " + shown(result.rto_s) + " s\n";
+  text += "  restarts " + std::to_string(result.restarts) + "; " + recovery_text(result) + "\n";
   text += "  digest: reference " + result.reference_digest + ", final " +
           (result.final_digest.empty() ? std::string("none") : result.final_digest) + ": " +
           (result.digest_match ? "MATCH" : "DIFFER") + "\n";

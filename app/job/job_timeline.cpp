@@ -80,14 +80,41 @@ std::string padded(const std::string& text, size_t width, bool left_align) {
 }
 
 std::string header_line(const json& job) {
-  std::string line = printf_text("job: %.1f s wall on every rank (mean), goodput %.2f; ",
-                                 job.at("wall_s").get<double>(), job.at("goodput").get<double>());
+  std::string line = printf_text("job: %.1f s wall on every rank (mean); %s; ",
+                                 job.at("wall_s").get<double>(), goodput_text(job).c_str());
   const json& queue = job.value("queue_s", json());
   if (queue.is_number()) return line + printf_text("queue %.1f s before it", queue.get<double>());
   return line + "queue: " + job.value("queue_note", std::string(kNoQueueNote));
 }
 
+// "launch, preflight, sweep and cold_restore": the parts of the job that took time and are not
+// its training stage, in timeline order.
+std::string not_training_text(const json& job) {
+  std::vector<std::string> names;
+  for (const json& category : job.value("categories", json::array()))
+    if (category.is_object() && kNotTraining.count(category.value("name", "")) &&
+        category.value("seconds", 0.0) > 0)
+      names.push_back(category.value("name", ""));
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
 }  // namespace
+
+std::string goodput_text(const json& job) {
+  const json whole = job.value("goodput", json()), training = job.value("train_goodput", json());
+  if (!whole.is_number()) return "goodput n/a";
+  if (!training.is_number()) return printf_text("goodput %.2f", whole.get<double>());
+  const std::string others = not_training_text(job);
+  return printf_text("goodput: training stage %.2f, whole job %.2f", training.get<double>(),
+                     whole.get<double>()) +
+         (others.empty()
+              ? ""
+              : " (" + others + (others.find(' ') == std::string::npos ? " is" : " are") +
+                    " not training)");
+}
 
 JobClock::JobClock(double start_s, Clock clock)
     : start_s_(start_s), last_s_(start_s), clock_(std::move(clock)) {}
@@ -242,7 +269,10 @@ std::vector<std::string> timeline_lines(const json& job) {
   }
   for (const json& category : sorted) {
     const std::string seconds = printf_text("%.2f", category.at("seconds").get<double>());
-    const std::string percent = printf_text("%.1f%%", 100 * category.at("fraction").get<double>());
+    // One decimal, so the column lines up; a share above 0 that would read 0.0% says <0.1%.
+    const double fraction = category.at("fraction").get<double>();
+    const std::string percent =
+        fraction > 0 && fraction < 0.001 ? "<0.1%" : printf_text("%.1f%%", 100 * fraction);
     lines.push_back("  " + padded(category.at("name").get<std::string>(), name_width, true) + "  " +
                     padded(seconds, seconds_width, false) + " s  " + padded(percent, 6, false));
   }

@@ -133,6 +133,11 @@ inline const std::set<std::string> kNotTraining = {kLaunch, "preflight", "sweep"
 nlohmann::json job_json(const std::vector<RankTimeline>& ranks, std::optional<double> queue_s,
                         const std::string& queue_note = kNoQueueNote);
 
+// Both goodputs, each named, and what the job holds that is not training: "goodput: training
+// stage 0.91, whole job 0.05 (launch, preflight, sweep and cold_restore are not training)";
+// "goodput 0.59" for a job that trained nothing.
+std::string goodput_text(const nlohmann::json& job);
+
 // The summary's lines for a `job` section: a header, then one aligned line per category, largest
 // first, and one more when the categories differ from a rank's wall time by over 1%.
 std::vector<std::string> timeline_lines(const nlohmann::json& job);

@@ -49,6 +49,8 @@ const json* number_at(const json& report, const char* pointer) {
   return value && value->is_number() ? value : nullptr;
 }
 
+std::string change_text(const Metric& m, double ratio, double kept, double tolerance);
+
 json metric_row(const Metric& m, const json& golden, const json& fresh, double tolerance) {
   json row = {{"name", m.name},
               {"unit", m.unit},
@@ -86,10 +88,27 @@ json metric_row(const Metric& m, const json& golden, const json& fresh, double t
   const double kept = m.higher_is_better ? ratio : (nv > 0 ? gv / nv : 1e300);
   const bool fell = kept < tolerance;
   row["status"] = fell ? "fail" : "pass";
-  row["reason"] = std::string(fell ? "fell to " : "kept ") + readable_percent(std::min(kept, 1e6)) +
-                  " of golden (" + (m.higher_is_better ? "higher" : "lower") +
-                  " is better; tolerance " + readable_number(tolerance) + ")";
+  row["reason"] = change_text(m, ratio, kept, tolerance);
   return row;
+}
+
+// What changed, in the direction the ratio column shows (new / golden), then whether that is
+// better or worse and the bound the tolerance sets on it: "rose to 125% of golden: worse (lower
+// is better; tolerance 0.9 allows up to 111%)", never "ratio 1.25 ... fell to 80%".
+std::string change_text(const Metric& m, double ratio, double kept, double tolerance) {
+  const std::string better = m.higher_is_better ? "higher" : "lower";
+  const std::string bound = m.higher_is_better ? "down to " + readable_percent(tolerance)
+                                               : "up to " + readable_percent(1 / tolerance);
+  const std::string rule = " (" + better + " is better; tolerance " + readable_number(tolerance) +
+                           " allows " + bound + ")";
+  if (ratio == 1) return "the same as golden" + rule;
+  const std::string moved = std::string(ratio > 1 ? "rose to " : "fell to ") +
+                            readable_percent(std::min(ratio, 1e6)) + " of golden";
+  return moved +
+         (kept >= 1          ? ": better"
+          : kept < tolerance ? ": worse"
+                             : ": worse, within the tolerance") +
+         rule;
 }
 
 std::string text_of(const json& value) {
@@ -172,7 +191,7 @@ std::string render_comparison(const json& c) {
         "%-26s %12s %12s %-10s %7s  %-6s  %s\n", m.at("name").get<std::string>().c_str(),
         number(m.at("golden")).c_str(), number(m.at("new")).c_str(),
         unit.empty() ? "-" : unit.c_str(),
-        m.at("ratio").is_null() ? "n/a" : printf_text("%.3f", m.at("ratio").get<double>()).c_str(),
+        m.at("ratio").is_null() ? "n/a" : readable_number(m.at("ratio").get<double>()).c_str(),
         m.at("better").get<std::string>().c_str(),
         m.at("status").get<std::string>() == "fail"
             ? ("FAIL: " + m.at("reason").get<std::string>()).c_str()

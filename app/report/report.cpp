@@ -131,7 +131,8 @@ json rank_json(const RunRecord& run, const RankFigures& f, size_t r) {
           {"samples_per_step", share.samples},
           {"p50", p50},
           {"straggler_score", f.scores[r]},
-          {"flagged", f.scores[r] < kStragglerThreshold},
+          // As the node section judges it: with fewer than 3 ranks no straggler can be named.
+          {"flagged", f.scores.size() >= kStragglerPeers && f.scores[r] < kStragglerThreshold},
           {"arrival_skew",
            {{"p50", median(skew)},
             {"max", skew.empty() ? 0.0 : *std::max_element(skew.begin(), skew.end())}}},

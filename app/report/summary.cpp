@@ -142,12 +142,12 @@ std::string phase_table(const json& train) {
 
 std::string throughput_line(const json& train) {
   return printf_text(
-      "\nAU %.3f | %s samples/s | %s tokens/s | achieved %s (%.0f%% of the GEMM-alone "
+      "\nAU %.3f | %s samples/s | %s tokens/s | achieved %s (%s of the GEMM-alone "
       "rate %s)\n",
       train.at("au").get<double>(), si(train.at("samples_per_s").get<double>(), "").c_str(),
       si(train.at("tokens_per_s").get<double>(), "").c_str(),
       si(train.at("achieved_flops").get<double>(), "FLOP/s").c_str(),
-      100.0 * train.at("achieved_vs_gemm_rate").get<double>(),
+      readable_percent(train.at("achieved_vs_gemm_rate").get<double>()).c_str(),
       si(train.at("gemm_rate_flops").get<double>(), "FLOP/s").c_str());
 }
 
@@ -293,7 +293,10 @@ std::string stage_lines(const json& report) {
   const json attempts = report["accept"].value("attempts", json::array());
   const std::string partial = partial_line(report["accept"]);
   if (!attempts.is_array() || attempts.empty()) return partial;
-  std::string out = partial + "accept stages:";
+  // The verdict and the stages lead; the goodput beside them names which one it is, as the job's
+  // alone counts the sweep and the other stages as lost time.
+  std::string out = partial + "acceptance verdict: " + report.value("verdict", std::string("?")) +
+                    "\naccept stages:";
   for (const json& a : attempts) {
     if (!a.is_object()) continue;
     const std::string stage = a.value("stage", "");
@@ -304,6 +307,8 @@ std::string stage_lines(const json& report) {
     out += ",";
   }
   out.back() = '\n';
+  if (report.contains("job") && report["job"].is_object())
+    out += goodput_text(report["job"]) + "\n";
   return out;
 }
 

@@ -26,24 +26,49 @@ class Run:
         return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
 
-# Text for a person is never in e-notation, and a share above 100% comes with words that say why
-# it can be (a figure against another measurement, not a share of a whole).
+# Text for a person is never in e-notation, never a float with every digit a double holds, never
+# a share too small to read as a percentage (it says <0.1%), and a share above 100% comes with
+# words that say why it can be (a figure against another measurement, not a share of a whole).
 E_NOTATION = re.compile(r"(?<![\w.])\d+(\.\d+)?e[+-]?\d+(?![\w.])")
 PERCENT = re.compile(r"(\d+(\.\d+)?)%")
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+# Three significant digits, or a fixed-decimal table column (112.500 ms): never more than six.
+MAX_SIGNIFICANT_DIGITS = 6
 ABOVE_100_EXPLAINED = ("of the sweep's", "of golden", "of the control", "of the GEMM-alone rate",
                        "not 100%")
 
 
+def significant_digits(number):
+    return len(number.replace(".", "").lstrip("0"))
+
+
 def unreadable_numbers(text):
-    """Lines of `text` with a number in e-notation, or a percentage above 100 without a note."""
+    """Lines of `text` with a number in e-notation, a float of more than six significant digits,
+    a share below 0.1% other than 0, or a percentage above 100 without a note."""
     found = []
     for line in text.splitlines():
+        percents = [float(m.group(1)) for m in PERCENT.finditer(line)]
         if E_NOTATION.search(line):
             found.append(line)
-        elif any(float(m.group(1)) > 100 for m in PERCENT.finditer(line)) and not any(
+        elif any(significant_digits(m.group(0)) > MAX_SIGNIFICANT_DIGITS
+                 for m in DECIMAL.finditer(line)):
+            found.append(line)
+        elif any(0 < p < 0.1 for p in percents):
+            found.append(line)
+        elif any(p > 100 for p in percents) and not any(
                 note in line for note in ABOVE_100_EXPLAINED):
             found.append(line)
     return found
+
+
+def assert_readable(text, what="summary"):
+    """Raises naming every line of `text` a person would misread (docs/report.md, "Numbers in
+    text")."""
+    unreadable = unreadable_numbers(text)
+    if unreadable:
+        raise AssertionError(f"{what} lines with e-notation, too many digits, an unreadably "
+                             "small share or an unexplained percentage above 100:\n"
+                             + "\n".join(unreadable))
 
 
 def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed",
@@ -67,10 +92,7 @@ def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed
             with open(report_path) as f:
                 report = json.load(f)
         # Every integration test's summary is held to it (docs/report.md, "Numbers in text").
-        unreadable = unreadable_numbers(proc.stdout)
-        if unreadable:
-            raise AssertionError("summary lines with e-notation or an unexplained percentage "
-                                 "above 100:\n" + "\n".join(unreadable))
+        assert_readable(proc.stdout)
         return Run(proc.returncode, proc.stdout, proc.stderr, report)
 
 

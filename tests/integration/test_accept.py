@@ -152,6 +152,14 @@ class OnThisMachine(unittest.TestCase):
         self.assertGreater(job["goodput"], 0)
         self.assertLess(job["goodput"], 1)
         self.assertIn("job: ", run.stdout)
+        # The summary leads with the verdict and the stages, then both goodputs, each named: the
+        # job's alone counts the other stages as lost time.
+        summary = run.stdout[run.stdout.index("acceptance verdict: "):].splitlines()
+        self.assertEqual(summary[0], f"acceptance verdict: {run.report['verdict']}")
+        self.assertTrue(summary[1].startswith("accept stages: train "), summary[:3])
+        self.assertEqual(summary[2], f"goodput: training stage {job['train_goodput']:.2f}, whole "
+                         f"job {job['goodput']:.2f} (launch and cold_restore are not training)")
+        self.assertGreater(job["train_goodput"], job["goodput"])
 
     def test_an_impossible_threshold_fails_with_its_reason(self):
         run = accept(2, "--accept.stages=train", "--gate.min_au=0.999", scenario=TINY)

@@ -150,7 +150,7 @@ class CliErrors(unittest.TestCase):
         self.assertIn("'trian'", run.stderr)
 
     def test_help_lists_every_option_with_defaults(self):
-        for args in (["--help"], ["train", "--help"]):
+        for args in (["--help-all"], ["train", "--help"]):
             run = direct(*args)
             self.assertEqual(run.returncode, 0, run)
             for option in ("--model.layers", "--train.steps", "--comm.bucket_mb", "--comm.overlap",
@@ -158,6 +158,21 @@ class CliErrors(unittest.TestCase):
                            "--scenario", "slow:rank=R,ms=M"):
                 self.assertIn(option, run.stdout)
             self.assertIn("(=50)", run.stdout)
+
+    def test_a_subcommands_help_lists_its_own_options_and_help_all_every_one(self):
+        sweep, every = direct("sweep", "--help"), direct("sweep", "--help-all")
+        self.assertEqual((sweep.returncode, every.returncode), (0, 0), sweep)
+        own = [line for line in sweep.stdout.splitlines() if line.startswith("  --")]
+        self.assertFalse([line for line in own if line.startswith(
+            ("  --checkpoint.", "  --drill.", "  --cost.", "  --model.", "  --data."))], own)
+        self.assertIn("  --sweep.ops", sweep.stdout)
+        self.assertLess(len(sweep.stdout.splitlines()), len(every.stdout.splitlines()) / 2)
+        for option in ("--checkpoint.dir", "--drill.max_restarts", "--cost.node_hour",
+                       "--test.split_hosts", "--sweep.ops"):
+            self.assertIn(option, every.stdout)
+        top = direct("--help")
+        self.assertIn("trainproof SUBCOMMAND --help lists", top.stdout)
+        self.assertNotIn("--checkpoint.dir", top.stdout)
 
 
 if __name__ == "__main__":

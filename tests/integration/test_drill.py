@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BIN, MPIEXEC, TINY, main, mpirun, timing
+from harness import BIN, MPIEXEC, TINY, assert_readable, main, mpirun, timing
 
 EVERY = 4  # tiny.ini runs 12 steps: checkpoints at 4, 8, 12
 
@@ -41,6 +41,8 @@ class Drill(unittest.TestCase):
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
         self.assertEqual(proc.returncode, expect, proc.stdout + proc.stderr)
         self.output = proc.stdout + proc.stderr
+        # The drill summary is held to docs/report.md, "Numbers in text", as every summary is.
+        assert_readable(proc.stdout, "drill summary")
         if not os.path.exists(report):
             return None
         with open(report) as f:

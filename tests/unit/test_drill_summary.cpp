@@ -231,6 +231,17 @@ TEST(DrillSummary, SummaryTextOfAPassedDrill) {
             "report: /runs/drill.json\n");
 }
 
+// RPO and RTO as measured (a sum of step times, a difference of clocks) carry every digit a
+// double has; a person reads three.
+TEST(DrillSummary, RecoveryFiguresReadAsAPersonReadsThem) {
+  tp::DrillResult result = passed_drill();
+  result.rpo_s = 0.0008107049999999999;
+  result.rto_s = 6.231903791427612;
+  const std::string text = tp::drill_summary(result, "/runs/drill.json");
+  EXPECT_NE(text.find("  restarts 1; RPO 6 steps (0.000811 s); RTO 6.23 s\n"), std::string::npos)
+      << text;
+}
+
 TEST(DrillSummary, SummaryTextOfADrillThatNeverFinished) {
   tp::DrillResult result;
   result.folder = "/ckpt/drill-y";
@@ -243,7 +254,7 @@ TEST(DrillSummary, SummaryTextOfADrillThatNeverFinished) {
             "\n"
             "drill summary (/ckpt/drill-y)\n"
             "  no failures injected\n"
-            "  restarts 0; RPO null steps (null s); RTO null s\n"
+            "  restarts 0; RPO n/a; RTO n/a\n"
             "  digest: reference b27e1cf8, final none: DIFFER\n"
             "  problem: run-0 rejected its input (exit 2), so it is not relaunched: bad\n\n"
             "  problem: the drill never finished a run\n"

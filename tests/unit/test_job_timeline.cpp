@@ -182,6 +182,31 @@ TEST(JobTimeline, TheTrainingStagesGoodputLeavesOutTheOtherStages) {
   EXPECT_TRUE(untrained.at("train_wall_s").is_null());
 }
 
+// The job's goodput alone (0.16) reads as if training wasted most of the job: the summary names
+// both, and what the job holds that is not training.
+TEST(JobTimeline, TheSummaryNamesBothGoodputsAndWhatIsNotTraining) {
+  const json sent = sent_after({{"launch", 2.0},
+                                {"setup", 1.0},
+                                {"preflight", 3.0},
+                                {"sweep", 10.0},
+                                {"pairwise", 20.0},
+                                {"warmup_steps", 1.0},
+                                {"steady_steps", 10.0},
+                                {"teardown", 1.0},
+                                {"cold_restore", 2.0}},
+                               0.0);
+  const json job = tp::job_json({tp::rank_timeline(0, sent, {1.0, 1.0, 0.0})}, {});
+  EXPECT_EQ(tp::goodput_text(job),
+            "goodput: training stage 0.62, whole job 0.16 (launch, preflight, sweep, pairwise and "
+            "cold_restore are not training)");
+  EXPECT_EQ(tp::timeline_lines(job).front(), "job: 50.0 s wall on every rank (mean); " +
+                                                 tp::goodput_text(job) +
+                                                 "; queue: not under Slurm: no queue time");
+  const json fabric_only = sent_after({{"launch", 2.0}, {"sweep", 10.0}}, 0.0);
+  EXPECT_EQ(tp::goodput_text(tp::job_json({tp::rank_timeline(0, fabric_only, {})}, {})),
+            "goodput 0.00");
+}
+
 TEST(JobTimeline, CategoriesAddUpToTheWallWithinOnePercentOnTheSteadyClock) {
   tp::JobClock clock(tp::JobClock::steady_now_s());
   for (const char* stage : {"launch", "setup", "steady_steps", "teardown"}) {
@@ -252,15 +277,26 @@ TEST(JobTimeline, AQueueIsBesideTheWallTimeAndAMissingOneSaysSo) {
   EXPECT_TRUE(unqueued.at("queue_s").is_null());
   EXPECT_EQ(unqueued.at("queue_note"), tp::kNoQueueNote);
   EXPECT_EQ(tp::timeline_lines(unqueued).front(),
-            "job: 30.0 s wall on every rank (mean), goodput 0.54; queue: not under Slurm: no queue "
-            "time");
+            "job: 30.0 s wall on every rank (mean); goodput: training stage 0.57, whole job 0.54 "
+            "(launch is not training); queue: not under Slurm: no queue time");
   const json unknown = tp::job_json(two_ranks(), {}, "sacct gave no start time");
   EXPECT_EQ(unknown.at("queue_note"), "sacct gave no start time");
 }
 
+// A category of 1/8192 s in a 64 s job is 0.0002% of it: it reads <0.1%, never 0.0% (nothing)
+// nor 0.00019%.
+TEST(JobTimeline, ATinyShareReadsAsBelowATenthOfAPercent) {
+  const json job = tp::job_json(
+      {tp::rank_timeline(0, sent_after({{"launch", 1.0 / 8192}, {"setup", 64.0}}), {})}, {});
+  const std::vector<std::string> lines = tp::timeline_lines(job);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2], "  launch   0.00 s   <0.1%");
+}
+
 TEST(JobTimeline, SummaryLinesAreOnePerCategoryLargestFirstAndAligned) {
   const std::vector<std::string> expected{
-      "job: 30.0 s wall on every rank (mean), goodput 0.54; queue 3.0 s before it",
+      "job: 30.0 s wall on every rank (mean); goodput: training stage 0.57, whole job 0.54 "
+      "(launch is not training); queue 3.0 s before it",
       "  productive             16.25 s   54.2%",
       "  setup                   2.75 s    9.2%",
       "  warmup_steps            2.00 s    6.7%",

@@ -105,6 +105,20 @@ TEST(Report, FlaggedNodesSaysWhatWasComparedAndIsNotApplicableWithNothing) {
             "no node flagged (compared: ranks' compute, topology)");
 }
 
+// With two ranks no straggler can be named (the median is their mean): the slow rank is not
+// marked FLAGGED beside "flagged nodes: none".
+TEST(Report, NoRankIsFlaggedWhereNoNodeCouldBe) {
+  tp::RunRecord run = sample_run();
+  run.ranks.resize(2);
+  run.timings.resize(2);
+  run.digests.resize(2);
+  const json report = tp::build_report(run);
+  for (const auto& rank : report["ranks"]) EXPECT_FALSE(rank["flagged"].get<bool>()) << rank;
+  const std::string text = tp::render_summary(report, 4);
+  EXPECT_EQ(text.find("FLAGGED"), std::string::npos) << text;
+  EXPECT_NE(text.find("flagged nodes: none"), std::string::npos) << text;
+}
+
 TEST(Report, ThroughputAndUtilisation) {
   const json report = tp::build_report(sample_run(0.0101));
   const json& train = report["train"];
@@ -348,6 +362,29 @@ TEST(Report, SummaryWithTimelineAndCostMatchesGolden) {
   report["cost"] = tp::cost_json(tp::CostRates{3.6, 0, 0.02, 0.01, 0.1, 0.5, "USD"},
                                  tp::cost_inputs_from(report));
   expect_golden(tp::render_summary(report), "summary-timeline-cost.golden");
+}
+
+// An acceptance run's summary leads with its verdict and stages, and names both goodputs: the
+// job's alone (0.2 here) counts the sweep as lost time.
+TEST(Report, AnAcceptanceSummaryLeadsWithTheVerdictTheStagesAndBothGoodputs) {
+  json report = tp::build_report(sample_run());
+  report["accept"] = {
+      {"attempts",
+       {{{"stage", "sweep"}, {"verdict", "PASS"}}, {{"stage", "train"}, {"verdict", "WARN"}}}}};
+  report["job"] = tp::job_json({tp::RankTimeline{0,
+                                                 60.0,
+                                                 {{"launch", 2.0},
+                                                  {"sweep", 40.0},
+                                                  {"setup", 1.0},
+                                                  {"productive", 12.0},
+                                                  {"teardown", 5.0}}}},
+                               {});
+  const std::string text = tp::render_summary(report);
+  EXPECT_EQ(text.substr(0, text.find("trainproof 0.1.0")),
+            "acceptance verdict: WARN\n"
+            "accept stages: sweep PASS, train WARN\n"
+            "goodput: training stage 0.67, whole job 0.20 (launch and sweep are not training)\n")
+      << text;
 }
 
 // The report is a contract (docs/report.md): any change to its JSON, key by key, must be

@@ -51,6 +51,26 @@ TEST(ReportCompare, EachMetricIsJudgedInItsBetterDirection) {
   EXPECT_TRUE(c["differences"].empty());
 }
 
+// The wording moves the way the ratio column does (new / golden), then says better or worse: a
+// step 2.317 times as long rose to 232% of golden, it did not "fall to 43%".
+TEST(ReportCompare, TheWordingSaysWhatChangedInTheRatiosDirection) {
+  const json c =
+      tp::compare_reports(report(100, 0.020, 1.0, "h"), report(230, 0.020 * 2.317, 0.5, "h"), 0.9);
+  EXPECT_EQ(metric(c, "step p50")["reason"],
+            "rose to 232% of golden: worse (lower is better; tolerance 0.9 allows up to 111%)");
+  EXPECT_EQ(metric(c, "samples/s")["reason"],
+            "rose to 230% of golden: better (higher is better; tolerance 0.9 allows down to 90%)");
+  EXPECT_EQ(metric(c, "checkpoint write")["reason"],
+            "fell to 50% of golden: worse (higher is better; tolerance 0.9 allows down to 90%)");
+  EXPECT_EQ(metric(c, "AU")["reason"],
+            "the same as golden (higher is better; tolerance 0.9 allows down to 90%)");
+  const std::string text = tp::render_comparison(c);
+  EXPECT_NE(text.find("   2.32  lower   FAIL: rose to 232% of golden: worse"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    0.5  higher  FAIL: fell to 50% of golden: worse"), std::string::npos)
+      << text;
+}
+
 TEST(ReportCompare, ANewTimeOfZeroWasNotMeasuredAndIsNotAPass) {
   const json c = tp::compare_reports(report(100, 0.020, 1.0, "h"), report(100, 0.0, 1.0, "h"), 0.9);
   EXPECT_EQ(metric(c, "step p50")["status"], "n/a");

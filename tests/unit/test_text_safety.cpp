@@ -68,3 +68,23 @@ TEST(ExactNumber, TheShortestTextThatReadsBackExactly) {
   for (const double value : {0.1, 1.0 / 3, 6.02214076e23, -2.5e-308})
     EXPECT_EQ(std::stod(tp::exact_number(value)), value);
 }
+
+TEST(ReadableNumber, ThreeSignificantDigitsAndNoENotation) {
+  EXPECT_EQ(tp::readable_number(0.0008107049999999999), "0.000811");
+  EXPECT_EQ(tp::readable_number(6.231903791427612), "6.23");
+  EXPECT_EQ(tp::readable_number(12.5), "12.5");
+  EXPECT_EQ(tp::readable_number(18000), "18000");
+  EXPECT_EQ(tp::readable_number(0), "0");
+}
+
+// A share too small to read as a percentage says so: neither 0% (nothing at all) nor 0.00034%.
+TEST(ReadablePercent, TinySharesReadAsBelowATenthOfAPercent) {
+  EXPECT_EQ(tp::readable_percent(0.42), "42%");
+  EXPECT_EQ(tp::readable_percent(0.042), "4.2%");
+  EXPECT_EQ(tp::readable_percent(0.0042), "0.42%");
+  EXPECT_EQ(tp::readable_percent(0.001), "0.1%");
+  EXPECT_EQ(tp::readable_percent(0.0000034), "<0.1%");
+  EXPECT_EQ(tp::readable_percent(0.00023), "<0.1%");
+  EXPECT_EQ(tp::readable_percent(0), "0%");
+  EXPECT_EQ(tp::readable_percent(1.3), "130%");
+}
