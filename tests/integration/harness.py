@@ -32,8 +32,11 @@ class Run:
 E_NOTATION = re.compile(r"(?<![\w.])\d+(\.\d+)?e[+-]?\d+(?![\w.])")
 PERCENT = re.compile(r"(\d+(\.\d+)?)%")
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
-# Three significant digits, or a fixed-decimal table column (112.500 ms): never more than six.
+# Three significant digits, or a fixed-decimal table column (112.500 ms, 4999.998 ms: three
+# decimals whatever the magnitude): never more than six significant digits with more than three
+# decimals, which is a double printed whole (6.231903791427612).
 MAX_SIGNIFICANT_DIGITS = 6
+MAX_TABLE_DECIMALS = 3
 ABOVE_100_EXPLAINED = ("of the sweep's", "of golden", "of the control", "of the GEMM-alone rate",
                        "not 100%")
 
@@ -43,7 +46,8 @@ def significant_digits(number):
 
 
 def unreadable_numbers(text):
-    """Lines of `text` with a number in e-notation, a float of more than six significant digits,
+    """Lines of `text` with a number in e-notation, a float of more than six significant digits
+    and more than three decimals,
     a share below 0.1% other than 0, or a percentage above 100 without a note."""
     found = []
     for line in text.splitlines():
@@ -51,6 +55,7 @@ def unreadable_numbers(text):
         if E_NOTATION.search(line):
             found.append(line)
         elif any(significant_digits(m.group(0)) > MAX_SIGNIFICANT_DIGITS
+                 and len(m.group(0).split(".")[1]) > MAX_TABLE_DECIMALS
                  for m in DECIMAL.finditer(line)):
             found.append(line)
         elif any(0 < p < 0.1 for p in percents):

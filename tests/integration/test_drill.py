@@ -182,7 +182,10 @@ class Drill(unittest.TestCase):
         for failure in drill["failures"]:
             self.assertEqual(failure["restored_step"], failure["expected_restored_step"], failure)
         self.assertEqual(drill["failures"][0]["restored_step"], 5)  # step 10 was corrupted
-        self.assertEqual([r["rank"] for r in result["ranks"] if r["flagged"]], [1])
+        # Two ranks: no straggler can be named (docs/report.md, "Numbers in text"), but the
+        # slowed rank is the one with the lower score.
+        self.assertEqual([r["rank"] for r in result["ranks"] if r["flagged"]], [])
+        self.assertEqual(min(result["ranks"], key=lambda r: r["straggler_score"])["rank"], 1)
         self.assertIn("drill verdict: PASS", proc.stdout)
 
     def test_usage_errors(self):
