@@ -59,6 +59,14 @@ def finish(launcher):
     return launcher.returncode, out, err
 
 
+def crash_by_hook(tmp, beats, rank, crash):
+    """train on 2 ranks with rank `rank` crashing as test.crash=`crash` says."""
+    launcher = launch(f"--test.crash_rank={rank}", f"--test.crash={crash}",
+                      f"--watchdog.dir={beats}", "--report", os.path.join(tmp, "report.json"))
+    code, _, err = finish(launcher)
+    return code, err
+
+
 class CrashReport(unittest.TestCase):
     def check_crash(self, err, beats, rank, signal_name, subcommand="train"):
         """The line, an own frame, and the record agree; returns the record."""
@@ -120,10 +128,7 @@ class CrashReport(unittest.TestCase):
     def test_a_call_through_a_null_pointer_names_its_caller(self):
         with tempfile.TemporaryDirectory() as tmp:
             beats = os.path.join(tmp, "beats")
-            launcher = launch("--test.crash_rank=1", "--test.crash=null_call",
-                              f"--watchdog.dir={beats}", "--report",
-                              os.path.join(tmp, "report.json"))
-            code, _, err = finish(launcher)
+            code, err = crash_by_hook(tmp, beats, 1, "null_call")
             self.assertEqual(code, 128 + signal.SIGSEGV, err[-3000:])
             record = self.check_crash(err, beats, 1, "SIGSEGV")
             self.assertEqual(record["address"], "0x0")
@@ -135,10 +140,7 @@ class CrashReport(unittest.TestCase):
     def test_an_uncaught_exception_in_a_thread(self):
         with tempfile.TemporaryDirectory() as tmp:
             beats = os.path.join(tmp, "beats")
-            launcher = launch("--test.crash_rank=0", "--test.crash=uncaught_exception",
-                              f"--watchdog.dir={beats}", "--report",
-                              os.path.join(tmp, "report.json"))
-            code, _, err = finish(launcher)
+            code, err = crash_by_hook(tmp, beats, 0, "uncaught_exception")
             self.assertEqual(code, 128 + signal.SIGABRT, err[-3000:])
             record = self.check_crash(err, beats, 0, "SIGABRT")
             expected = "std::runtime_error: test.crash=uncaught_exception on rank 0"

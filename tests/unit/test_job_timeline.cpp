@@ -157,9 +157,8 @@ TEST(JobTimeline, CategoriesAddUpToTheWallExactlyOnAFakeClock) {
   }
 }
 
-// The training stage's goodput counts its own wall time: accept's other stages and the launch are
-// the job's, not training's. A job that did not train has no training goodput.
-TEST(JobTimeline, TheTrainingStagesGoodputLeavesOutTheOtherStages) {
+// An acceptance run's job: 50 s, of which training's stage is 13 s and 8 s productive.
+json accept_like_job() {
   const json sent = sent_after({{"launch", 2.0},
                                 {"setup", 1.0},
                                 {"preflight", 3.0},
@@ -170,7 +169,13 @@ TEST(JobTimeline, TheTrainingStagesGoodputLeavesOutTheOtherStages) {
                                 {"teardown", 1.0},
                                 {"cold_restore", 2.0}},
                                0.0);
-  const json job = tp::job_json({tp::rank_timeline(0, sent, {1.0, 1.0, 0.0})}, {});
+  return tp::job_json({tp::rank_timeline(0, sent, {1.0, 1.0, 0.0})}, {});
+}
+
+// The training stage's goodput counts its own wall time: accept's other stages and the launch are
+// the job's, not training's. A job that did not train has no training goodput.
+TEST(JobTimeline, TheTrainingStagesGoodputLeavesOutTheOtherStages) {
+  const json job = accept_like_job();
   EXPECT_EQ(job.at("wall_s"), 50.0);
   EXPECT_EQ(job.at("productive_s"), 8.0);
   EXPECT_EQ(job.at("goodput"), 8.0 / 50.0);
@@ -185,17 +190,7 @@ TEST(JobTimeline, TheTrainingStagesGoodputLeavesOutTheOtherStages) {
 // The job's goodput alone (0.16) reads as if training wasted most of the job: the summary names
 // both, and what the job holds that is not training.
 TEST(JobTimeline, TheSummaryNamesBothGoodputsAndWhatIsNotTraining) {
-  const json sent = sent_after({{"launch", 2.0},
-                                {"setup", 1.0},
-                                {"preflight", 3.0},
-                                {"sweep", 10.0},
-                                {"pairwise", 20.0},
-                                {"warmup_steps", 1.0},
-                                {"steady_steps", 10.0},
-                                {"teardown", 1.0},
-                                {"cold_restore", 2.0}},
-                               0.0);
-  const json job = tp::job_json({tp::rank_timeline(0, sent, {1.0, 1.0, 0.0})}, {});
+  const json job = accept_like_job();
   EXPECT_EQ(tp::goodput_text(job),
             "goodput: training stage 0.62, whole job 0.16 (launch, preflight, sweep, pairwise and "
             "cold_restore are not training)");
