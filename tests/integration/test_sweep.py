@@ -278,6 +278,23 @@ class Preflight(unittest.TestCase):
     def flagged(self, report):
         return {n["host"]: n["reasons"] for n in report["nodes"] if n["flagged"]}
 
+    def assert_only_rates_may_fail(self, run):
+        """Pretend nodes share the host's two cores. Beside another test, the two ranks of a pair
+        can share one core, and each fragment of the transfer then waits for the other's time
+        slice: the pair reads a few percent of its control in every trial, and the pass flags or
+        fails it (seen once in CI: 39 MB/s against 714 MB/s, twice). Rates are judged on real
+        links, alone (slurm.pairwise_flags); the link read while loaded rests on no time, so
+        these tests check it and allow a rate's verdict beside it."""
+        self.assertIn(run.returncode, (0, 1), run)
+        failing = [c["name"] for c in run.report["gate"]["checks"] if c["status"] == "fail"]
+        self.assertIn(failing, ([], ["pairwise_flags"]), run)
+
+    def loaded_findings(self, report, host):
+        """The findings of `host` that read its PCIe links while loaded, with their status."""
+        node = [n for n in report["nodes"] if n["host"] == host][0]
+        return [(f["reason"], f.get("status")) for f in node.get("findings", [])
+                if "while loaded" in f["reason"]]
+
     def test_the_node_with_a_downgraded_link_is_flagged_by_sweep_and_train(self):
         for subcommand in ("sweep", "train"):
             run = self.run_with_fixture(subcommand=subcommand)
@@ -304,13 +321,13 @@ class Preflight(unittest.TestCase):
             run = sweep(3, "--sweep.mode=pairwise", "--sweep.pair_bytes=65536",
                         "--sweep.pair_iters=2", "--test.split_hosts=3",
                         f"--test.sysfs_root={tmp}", "--test.sysfs_root_rank=2")
-        self.assertEqual(run.returncode, 0, run)
+        self.assert_only_rates_may_fail(run)
         checks = {c["name"]: c for c in run.report["gate"]["checks"]}
-        self.assertEqual(checks["pairwise_flags"]["status"], "warn", checks["pairwise_flags"])
+        self.assertIn(checks["pairwise_flags"]["status"], ("warn", "fail"), checks)
         host = run.report["context"]["hosts"][2]
-        reasons = self.flagged(run.report).get(host, [])
-        self.assertIn("0000:41:00.0 (network): PCIe link at 2.5 GT/s PCIe while loaded, capable "
-                      "of 16.0 GT/s PCIe", reasons)
+        self.assertEqual(self.loaded_findings(run.report, host),
+                         [("0000:41:00.0 (network): PCIe link at 2.5 GT/s PCIe while loaded, "
+                           "capable of 16.0 GT/s PCIe", "warn")])
 
     def test_only_the_nics_the_rails_use_are_read_while_loaded(self):
         # Two NICs, both at 2.5 of 16 GT/s: the node's one rank sends by eth0 (the first in turn),
@@ -320,7 +337,7 @@ class Preflight(unittest.TestCase):
             run = sweep(3, "--sweep.mode=pairwise", "--sweep.pair_bytes=65536",
                         "--sweep.pair_iters=2", "--test.split_hosts=3",
                         f"--test.sysfs_root={tmp}", "--test.sysfs_root_rank=2")
-        self.assertEqual(run.returncode, 0, run)
+        self.assert_only_rates_may_fail(run)
         host = run.report["context"]["hosts"][2]
         rail = run.report["sweep"]["pairwise"]["rails"][0]
         self.assertEqual(rail["nics"][2], "eth0", rail["nics"])

@@ -7,6 +7,7 @@ nodes, with no task count at all, it must start rather than wait for cores no no
 
 Exits 77 (ctest: skipped, with the reason printed) where this host cannot run the cluster. The
 cluster is always stopped (vcluster_harness.py)."""
+import glob
 import json
 import os
 import time
@@ -90,6 +91,22 @@ class Templates(ClusterCase):
         with open(path) as f:
             return json.load(f)
 
+    @staticmethod
+    def runs_output(out):
+        """The end of each run's output and every crash record the runs left, so a run that
+        failed without an injected fault names its cause in the failure message (the vcluster's
+        folder is removed with the cluster)."""
+        parts = []
+        for path in sorted(glob.glob(os.path.join(out, "checkpoints", "drill-*", "run-*", "*"))):
+            if path.endswith("output.log") or os.path.basename(path).startswith("crash-rank"):
+                with open(path, errors="replace") as f:
+                    parts.append(f"--- {path}\n{f.read()[-2000:]}")
+        for path in sorted(glob.glob(os.path.join(out, "checkpoints", "drill-*", "run-*",
+                                                  "heartbeats", "crash-rank*.json"))):
+            with open(path, errors="replace") as f:
+                parts.append(f"--- {path}\n{f.read()[-2000:]}")
+        return "\n".join(parts)
+
     def test_drill_template_relaunches_on_the_spare_node(self):
         # Two of the three nodes run the job; vc-n2 dies while checkpoint 8 is written, and the
         # relaunch takes the spare, vc-n3, at the same size.
@@ -100,7 +117,8 @@ class Templates(ClusterCase):
             "REFERENCE_DIGEST": self.reference})
         report = self.drill_report(out, log)
         drill = report["drill"]
-        self.assertEqual(drill["verdict"], "PASS", (drill["problems"], log[-3000:]))
+        self.assertEqual(drill["verdict"], "PASS",
+                         (drill["problems"], log[-3000:], self.runs_output(out)))
         self.assertTrue(drill["digest_match"])
         self.assertEqual(drill["reference_digest"], self.reference)
         (failure,) = drill["failures"]
@@ -123,7 +141,8 @@ class Templates(ClusterCase):
             "REFERENCE_DIGEST": self.reference})
         report = self.drill_report(out, log)
         drill = report["drill"]
-        self.assertEqual(drill["verdict"], "PASS", (drill["problems"], log[-3000:]))
+        self.assertEqual(drill["verdict"], "PASS",
+                         (drill["problems"], log[-3000:], self.runs_output(out)))
         self.assertTrue(drill["digest_match"])
         (failure,) = drill["failures"]
         self.assertEqual(failure["kind"], "external-node")
