@@ -9,6 +9,7 @@
 #include "app/cli/cli.h"
 #include "app/cli/mpi_command.h"
 #include "app/drill/drill_command.h"
+#include "app/node_check_command.h"
 #include "app/prepare_command.h"
 #include "app/report_command.h"
 #include "app/sweep_command.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
     }
     if (inv.subcommand == "report") return tp::run_report(inv);
     if (inv.subcommand == "drill") return tp::run_drill(inv);
+    if (inv.subcommand == "node-check") return tp::run_node_check(inv);
     if (inv.subcommand == "prepare-data") return tp::run_prepare_data(inv);
     if (inv.subcommand == "sweep") return tp::run_sweep_command(inv);
     if (inv.subcommand == "accept") return tp::run_accept(inv);

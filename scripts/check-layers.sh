@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-below_app="train fabric trace checkpoint data gpu kernels mpi common"
+below_app="train node fabric trace checkpoint data gpu kernels mpi common"
 declare -A may_include=(
   [common]=""
   [kernels]="common"
@@ -17,6 +17,7 @@ declare -A may_include=(
   [gpu]="kernels mpi common"
   [train]="checkpoint data kernels mpi common"
   [fabric]="mpi common"
+  [node]="fabric gpu kernels mpi common"
   [trace]="mpi common"
   # app/, lowest room first. A subcommand's room (accept, drill) uses the shared rooms and the
   # stages, never another subcommand's room; main and the thin subcommands in app/ use them all.
@@ -42,7 +43,7 @@ layer_of() {
 violations=0
 checked=0
 sources=$(git ls-files --cached --others --exclude-standard -- common kernels mpi checkpoint data \
-  gpu train fabric trace app | grep -E '\.(h|cpp|cu|cuh|in)$' || true)
+  gpu train fabric node trace app | grep -E '\.(h|cpp|cu|cuh|in)$' || true)
 while IFS= read -r file; do
   [ -n "$file" ] || continue
   layer_of "$file"

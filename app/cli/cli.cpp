@@ -21,7 +21,7 @@
 namespace tp {
 namespace {
 
-const char* const kSubcommands = "accept, train, sweep, drill, prepare-data, report";
+const char* const kSubcommands = "accept, train, sweep, drill, prepare-data, node-check, report";
 // Far beyond any real run, and small enough that epochs x samples stays an exact step count.
 constexpr double kMaxEpochs = 1e6;
 
@@ -260,14 +260,19 @@ std::string unknown_option_text(const po::options_description& options, std::str
   return best.empty() ? text : text + "; did you mean --" + best + "?";
 }
 
-// `what` is "scenario file" or "gate.file": how its errors name it.
+// `what` is "scenario file" or "gate.file": how its errors name it. A gate file's [inventory] goes
+// to `inventory` (node-check and accept's preflight judge it).
 po::parsed_options parse_option_file(const std::string& what, const std::string& path,
                                      const std::string& file_text,
-                                     const po::options_description& options) {
+                                     const po::options_description& options,
+                                     InventorySpec* inventory = nullptr) {
   // A host file's [reference] figures are checked here and read by its self-consistency test.
   HostReference reference;
-  const std::string text =
-      what == "gate.file" ? split_reference_section(path, file_text, reference) : file_text;
+  InventoryLines inventory_lines;
+  const std::string text = what == "gate.file"
+                               ? split_host_sections(path, file_text, reference, inventory_lines)
+                               : file_text;
+  if (inventory) *inventory = parse_inventory(path, inventory_lines);
   check_scenario_lines(what, path, text);
   std::istringstream lines(text);
   try {
@@ -372,7 +377,8 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   if (argc > 1 && argv[1][0] != '-') {
     inv.subcommand = argv[1];
     if (inv.subcommand != "train" && inv.subcommand != "report" && inv.subcommand != "drill" &&
-        inv.subcommand != "prepare-data" && inv.subcommand != "sweep" && inv.subcommand != "accept")
+        inv.subcommand != "prepare-data" && inv.subcommand != "sweep" &&
+        inv.subcommand != "accept" && inv.subcommand != "node-check")
       throw UsageError("unknown subcommand '" + inv.subcommand + "' (known: " + kSubcommands + ")");
     first = 2;
   }
@@ -424,7 +430,9 @@ Invocation parse_invocation(int argc, const char* const argv[]) {
   if (const std::string path = gate_file_path(inv, scenario ? &*scenario : nullptr);
       !path.empty()) {
     store_parsed(inv, "gate.file", path,
-                 parse_option_file("gate.file", path, read_file("--gate.file", path), options));
+                 parse_option_file("gate.file", path, read_file("--gate.file", path), options,
+                                   &inv.inventory));
+    inv.inventory_file = path;
     note_sources(inv, "gate.file " + path);
   }
   if (scenario) {

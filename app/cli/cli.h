@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "node/inventory_spec.h"
 #include "train/train_config.h"
 
 namespace tp {
@@ -26,6 +27,9 @@ struct Invocation {
   // Where each option given explicitly came from: "command line", "scenario FILE" or
   // "gate.file FILE". A gate check names it as its threshold's source.
   std::map<std::string, std::string> option_source;
+  // The gate file's [inventory] (node/inventory_spec.h), and that file; empty without one.
+  InventorySpec inventory;
+  std::string inventory_file;
 };
 
 // Throws UsageError naming the option, file or value at fault.

@@ -364,6 +364,20 @@ po::options_description sweep_options() {
   return group;
 }
 
+po::options_description node_options() {
+  po::options_description group =
+      option_group("Node check (trainproof node-check; docs/node-check.md)");
+  // clang-format off
+  group.add_options()
+      ("level", po::value<std::string>()->default_value("quick")->value_name("LEVEL"),
+       "quick: the machine against the [inventory] of --gate.file HOSTFILE (its [gate] "
+       "thresholds aside): GPUs, NICs and their ports, versions, memory, CPUs and mounts, in a "
+       "few seconds (for Slurm's HealthCheckProgram, a prolog or an epilog). full (the GPU "
+       "burn, memory and copy bandwidth, the P2P matrix) is not built yet");
+  // clang-format on
+  return group;
+}
+
 po::options_description test_options() {
   po::options_description group =
       option_group("Testing hooks (for the test suite; never in a real run)");
@@ -392,7 +406,8 @@ po::options_description test_options() {
       ("test.mpi_error_rank", po::value<int>()->default_value(-1),
        "make this rank issue an invalid MPI call before training (exit code 3 path)")
       ("test.sysfs_root", po::value<std::string>()->default_value(""),
-       "the topology preflight of test.sysfs_root_rank's node reads this tree instead of /sys")
+       "the topology preflight of test.sysfs_root_rank's node, and node-check, read this tree "
+       "instead of /sys")
       ("test.sysfs_root_rank", po::value<int>()->default_value(-1),
        "the rank (the first of its node) that reads test.sysfs_root")
       ("test.corrupt_sweep_rank", po::value<int>()->default_value(-1),
@@ -426,7 +441,8 @@ const std::vector<OptionGroup>& option_groups() {
       {"data", data_options},           {"drill", drill_options},
       {"preflight", preflight_options}, {"sweep", sweep_options},
       {"accept", accept_options},       {"gate", gate_options},
-      {"cost", cost_options},           {kTestHooksGroup, test_options}};
+      {"cost", cost_options},           {"node", node_options},
+      {kTestHooksGroup, test_options}};
   return groups;
 }
 

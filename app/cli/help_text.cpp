@@ -34,6 +34,9 @@ std::string general_usage() {
          "           each failure, and prove the final state bit-identical to a reference run\n"
          "  prepare-data  write a synthetic dataset to data.dir (MPI: every rank writes its\n"
          "           share of the shards), for train to read with data.dir\n"
+         "  node-check  check this one machine against its host type's [inventory] (GPUs,\n"
+         "           NICs and their ports, driver versions, memory, CPUs, mounts) without MPI,\n"
+         "           in seconds; ends 'HOST | Healthy' or 'HOST | ERROR: ...' as NHC does\n"
          "  report   print the summary of an existing JSON report: trainproof report FILE;\n"
          "           compare two: trainproof report compare GOLDEN NEW [--tolerance 0.9];\n"
          "           join stage reports: trainproof report merge A B [C...] --report OUT;\n"
@@ -46,6 +49,57 @@ std::string general_usage() {
          "1 FAIL (correctness or performance), 2 bad usage or input (nothing ran),\n"
          "3 the run could not complete, 4 preempted (checkpoint committed; --resume auto).\n";
   return out.str();
+}
+
+std::string report_usage() {
+  return "usage: trainproof report FILE\n"
+         "       trainproof report compare GOLDEN NEW [--tolerance 0.9]\n"
+         "       trainproof report merge ACCEPT DRILL [MORE...] --report OUT\n"
+         "       trainproof report nodes FILE [--format FORMAT] [--min-status fail|warn]\n"
+         "       trainproof report junit FILE OUT | trainproof report metrics FILE OUT\n"
+         "       trainproof report plot FILE [--trace TRACE] [--baseline GOLDEN]\n"
+         "       trainproof report html FILE [--html OUT] [--trace TRACE] [--baseline GOLDEN]\n"
+         "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
+         "FAIL).\n"
+         "compare prints each metric of NEW against GOLDEN (golden, new, ratio, which way is\n"
+         "better, status); a metric that keeps less than --tolerance of its golden value in\n"
+         "its better direction fails, and so does the comparison (exit 1). It also says where\n"
+         "the two runs differ in what they ran (scenario hash, world size, steps, backends,\n"
+         "sweep sizes). See docs/acceptance.md.\n"
+         "merge writes to OUT the accept report joined with the drill's section and checks\n"
+         "(gate.drill, gate.max_rto_s, gate.max_rpo_steps judged), and exits with the verdict\n"
+         "recomputed from them.\n"
+         "nodes prints every node a check flagged, with its reasons (list), as Slurm's\n"
+         "compressed host list for --exclude (hostlist), as scontrol update ... State=DRAIN\n"
+         "lines for the FAIL nodes (--min-status warn: the WARN ones too), their reasons\n"
+         "'trainproof: CHECK STATUS: ...' of at most 128 characters with the run id (drain;\n"
+         "printed, never run), as State=RESUME lines for the nodes the report passed that act\n"
+         "only on a node trainproof drained (resume), or as JSON; exit 0 (see docs/report.md,\n"
+         "\"Node actions\").\n"
+         "junit and metrics write OUT as --junit and --metrics would have (JUnit XML; the\n"
+         "Prometheus text format for node_exporter's textfile collector).\n"
+         "plot writes PNGs beside FILE (FILE's name with .phases.png, .busbw.png, ...), each "
+         "for\n"
+         "a stage that ran, from the report and its trace (FILE with .trace.h5 for .json); it\n"
+         "needs python3-matplotlib and python3-h5py (exit 2 naming them when missing). html\n"
+         "writes one self-contained page (verdict and checks, timeline, summary, plots,\n"
+         "context, scenario) to FILE with .html for .json; compare --html OUT writes two\n"
+         "reports side by side. See docs/report.md, \"Pictures\".\n"
+         "All options are accepted, so a whole scenario file can be passed.\n";
+}
+
+std::string node_check_usage() {
+  return "usage: trainproof node-check [--gate.file scenarios/hosts/HOST.ini] [--level "
+         "quick|full]\n"
+         "           [--report FILE] [--junit FILE] [--metrics FILE]\n"
+         "Not an MPI rank: checks the machine it runs on against the host file's [inventory]\n"
+         "(a key not given is not judged; [gate] thresholds are ignored), reads its RDMA\n"
+         "ports' states and error counters, and prints one line per finding, then\n"
+         "'HOST | Healthy' or 'HOST | ERROR: trainproof: CHECK: REASON' (NHC's form, for\n"
+         "Slurm's HealthCheckProgram, a prolog or an epilog). Exit 0 healthy (or WARN\n"
+         "findings only), 1 a FAIL finding, 2 bad usage, 3 the machine could not be read.\n"
+         "Its report works with report nodes --format=drain like any other. See\n"
+         "docs/node-check.md.\n";
 }
 
 // The first lines of --help: what the subcommand does and how it is launched.
@@ -84,6 +138,8 @@ std::string usage_of(const std::string& subcommand) {
            "with the same parameters does nothing; with others it is an error unless --force.\n"
            "Before writing anything it checks that data.dir's filesystem has room for the\n"
            "whole dataset (exit 2 naming the bytes needed and free otherwise).\n";
+  } else if (subcommand == "node-check") {
+    out << node_check_usage();
   } else if (subcommand == "drill") {
     out << "usage: trainproof drill --launcher \"mpirun -np N\" [--scenario FILE] [options]\n"
            "Not an MPI rank: runs the launcher itself. A reference run, then the run with the\n"
@@ -93,40 +149,7 @@ std::string usage_of(const std::string& subcommand) {
            "checkpoint.dir/drill-<time>-<pid>/. Writes --report (the final run's report with a\n"
            "drill section) and prints a drill summary. See docs/drills.md.\n";
   } else {
-    out << "usage: trainproof report FILE\n"
-           "       trainproof report compare GOLDEN NEW [--tolerance 0.9]\n"
-           "       trainproof report merge ACCEPT DRILL [MORE...] --report OUT\n"
-           "       trainproof report nodes FILE [--format FORMAT] [--min-status fail|warn]\n"
-           "       trainproof report junit FILE OUT | trainproof report metrics FILE OUT\n"
-           "       trainproof report plot FILE [--trace TRACE] [--baseline GOLDEN]\n"
-           "       trainproof report html FILE [--html OUT] [--trace TRACE] [--baseline GOLDEN]\n"
-           "Prints the summary of a report and exits with its verdict's code (0 PASS/WARN, 1 "
-           "FAIL).\n"
-           "compare prints each metric of NEW against GOLDEN (golden, new, ratio, which way is\n"
-           "better, status); a metric that keeps less than --tolerance of its golden value in\n"
-           "its better direction fails, and so does the comparison (exit 1). It also says where\n"
-           "the two runs differ in what they ran (scenario hash, world size, steps, backends,\n"
-           "sweep sizes). See docs/acceptance.md.\n"
-           "merge writes to OUT the accept report joined with the drill's section and checks\n"
-           "(gate.drill, gate.max_rto_s, gate.max_rpo_steps judged), and exits with the verdict\n"
-           "recomputed from them.\n"
-           "nodes prints every node a check flagged, with its reasons (list), as Slurm's\n"
-           "compressed host list for --exclude (hostlist), as scontrol update ... State=DRAIN\n"
-           "lines for the FAIL nodes (--min-status warn: the WARN ones too), their reasons\n"
-           "'trainproof: CHECK STATUS: ...' of at most 128 characters with the run id (drain;\n"
-           "printed, never run), as State=RESUME lines for the nodes the report passed that act\n"
-           "only on a node trainproof drained (resume), or as JSON; exit 0 (see docs/report.md,\n"
-           "\"Node actions\").\n"
-           "junit and metrics write OUT as --junit and --metrics would have (JUnit XML; the\n"
-           "Prometheus text format for node_exporter's textfile collector).\n"
-           "plot writes PNGs beside FILE (FILE's name with .phases.png, .busbw.png, ...), each "
-           "for\n"
-           "a stage that ran, from the report and its trace (FILE with .trace.h5 for .json); it\n"
-           "needs python3-matplotlib and python3-h5py (exit 2 naming them when missing). html\n"
-           "writes one self-contained page (verdict and checks, timeline, summary, plots,\n"
-           "context, scenario) to FILE with .html for .json; compare --html OUT writes two\n"
-           "reports side by side. See docs/report.md, \"Pictures\".\n"
-           "All options are accepted, so a whole scenario file can be passed.\n";
+    out << report_usage();
   }
   return out.str();
 }

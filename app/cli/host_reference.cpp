@@ -61,13 +61,20 @@ const std::vector<ReferenceFigureName>& reference_figure_names() {
 
 std::string split_reference_section(const std::string& path, const std::string& text,
                                     HostReference& reference) {
+  InventoryLines inventory;
+  return split_host_sections(path, text, reference, inventory);
+}
+
+std::string split_host_sections(const std::string& path, const std::string& text,
+                                HostReference& reference, InventoryLines& inventory) {
   std::istringstream lines(text);
   std::string line, rest;
-  bool inside = false;
+  std::string section;  // "reference", "inventory", or "" for a section program_options reads
   for (int number = 1; std::getline(lines, line); ++number) {
     const std::string body = trimmed(line);
-    if (!body.empty() && body.front() == '[') inside = body == "[reference]";
-    if (!inside) {
+    if (!body.empty() && body.front() == '[')
+      section = body == "[reference]" ? "reference" : body == "[inventory]" ? "inventory" : "";
+    if (section.empty()) {
       rest += line + "\n";
       continue;
     }
@@ -78,6 +85,12 @@ std::string split_reference_section(const std::string& path, const std::string& 
     if (equals == std::string::npos)
       throw UsageError(where + ": '" + body + "' is not NAME = VALUE");
     const std::string key = trimmed(body.substr(0, equals));
+    const std::string value = trimmed(body.substr(equals + 1));
+    if (section == "inventory") {
+      if (!inventory.emplace(key, InventoryLine{value, number}).second)
+        throw UsageError(where + ": inventory key " + key + " given twice");
+      continue;
+    }
     if (!figure_named(key)) {
       std::string known;
       for (const ReferenceFigureName& f : reference_figure_names())
@@ -86,7 +99,7 @@ std::string split_reference_section(const std::string& path, const std::string& 
     }
     if (reference.count(key))
       throw UsageError(where + ": reference figure " + key + " given twice");
-    reference[key] = figure_value(where, key, trimmed(body.substr(equals + 1)));
+    reference[key] = figure_value(where, key, value);
   }
   return rest;
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "node/inventory_spec.h"
+
 namespace tp {
 
 // How a host only 60% as good moves a figure.
@@ -34,5 +36,8 @@ using HostReference = std::map<std::string, double>;
 // the key for an unknown figure or a value that is not a finite number >= 0.
 std::string split_reference_section(const std::string& path, const std::string& text,
                                     HostReference& reference);
+// The same, splitting off the [inventory] section too (node/inventory_spec.h reads its lines).
+std::string split_host_sections(const std::string& path, const std::string& text,
+                                HostReference& reference, InventoryLines& inventory);
 
 }  // namespace tp

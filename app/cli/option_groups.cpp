@@ -32,6 +32,8 @@ const std::map<std::string, std::vector<std::string>>& groups_by_subcommand() {
       {"sweep", {"general", "compute", "comm", "watchdog", "preflight", "sweep", "gate"}},
       // train_config_from: the dataset's shape, and the seed its content follows.
       {"prepare-data", {"general", TP_TRAINING_GROUPS}},
+      // node_check_config_from: the level; gate.file's [inventory] is read by parse_invocation.
+      {"node-check", {"general", "node"}},
       // The report's own options (tolerance, html, format, baseline, trace) are common ones.
       {"report", {"general"}},
   };

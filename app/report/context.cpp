@@ -263,18 +263,6 @@ json checkpoint_filesystem(const std::optional<CheckpointFolderFacts>& folder) {
           {"node_local", node_local_filesystem(folder->filesystem)}};
 }
 
-// A run with a test hook measures the hook as much as the hardware (test.split_hosts makes one
-// machine read as several hosts): it says so, in the report and its summary.
-std::string test_hooks_warning(const boost::program_options::variables_map& options) {
-  std::string hooks;
-  for (const auto& [name, value] : options)
-    if (name.rfind("test.", 0) == 0 && !value.defaulted())
-      hooks += (hooks.empty() ? "--" : ", --") + name;
-  if (hooks.empty()) return "";
-  return "test hooks active (" + hooks +
-         "): this run is the test suite's, not a measurement of the hardware as it stands";
-}
-
 std::vector<std::string> context_warnings(const ContextInputs& in, int busiest) {
   // CPU oversubscription matters only where the CPU computes.
   const int cpu_busiest = in.backends.gpu ? 1 : busiest;
@@ -297,6 +285,17 @@ std::vector<std::string> context_warnings(const ContextInputs& in, int busiest) 
 }
 
 }  // namespace
+
+std::string test_hooks_warning(const boost::program_options::variables_map& options) {
+  std::string hooks;
+  for (const auto& [name, value] : options)
+    if (name.rfind("test.", 0) == 0 && !value.defaulted())
+      hooks += (hooks.empty() ? "--" : ", --") + name;
+  if (hooks.empty()) return "";
+  return "test hooks active (" + hooks +
+         "): this run is the test suite's, not a measurement of the hardware as it stands";
+}
+
 
 json build_context(const ContextInputs& in) {
   const Invocation& inv = in.invocation;

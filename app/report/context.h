@@ -20,6 +20,9 @@ nlohmann::json launcher_environment(const std::vector<std::string>& environment)
 std::vector<std::string> process_environment();
 
 std::string mpi_library_version();
+// A run with a test hook measures the hook as much as the hardware (test.split_hosts makes one
+// machine read as several hosts): "test hooks active (--test.x, ...): ...", or "" without one.
+std::string test_hooks_warning(const boost::program_options::variables_map& options);
 // `nvidia-smi topo -m` output, or null when nvidia-smi is not on PATH.
 nlohmann::json nvidia_smi_topology();
 

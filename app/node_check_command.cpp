@@ -1,0 +1,81 @@
+// `trainproof node-check`: read the machine, judge it against the host file's [inventory], write
+// the report and print NHC's last line (docs/node-check.md). No MPI: it runs where Slurm's health
+// check, a prolog or an epilog runs, in a few seconds.
+#include "app/node_check_command.h"
+
+#include <iostream>
+
+#include "app/cli/option_values.h"
+#include "app/cli/output_options.h"
+#include "app/node_check_report.h"
+#include "app/report/context.h"
+#include "app/report/outputs.h"
+#include "app/report/report_text.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "common/sysinfo.h"
+
+namespace tp {
+namespace {
+
+struct NodeCheckConfig {
+  std::string level, report_path;
+  MachineRoots roots;
+  SideOutputs outputs;
+};
+
+NodeCheckConfig node_check_config_from(const Invocation& inv) {
+  const po::variables_map& vm = inv.options;
+  NodeCheckConfig c;
+  c.level = one_of(vm, "level", {"quick", "full"});
+  if (c.level == "full")
+    throw UsageError(
+        "level=full (the GPU burn, memory and copy bandwidth, the P2P matrix) is not built yet; "
+        "use level=quick");
+  c.report_path = vm["report"].as<std::string>();
+  check_output_file("--report", c.report_path);
+  c.outputs = side_outputs_from(vm, true);
+  if (const std::string root = vm["test.sysfs_root"].as<std::string>(); !root.empty())
+    c.roots.sysfs = root;
+  return c;
+}
+
+// The GPU driver's view. NVML is not read yet (docs/node-check.md, "What is not checked yet"), so
+// a GPU count is judged against the PCI bus alone and every GPU property reads n/a.
+DriverView driver_view() {
+  DriverView view;
+  view.unavailable = "this build does not read NVML yet";
+  return view;
+}
+
+NodeCheckRecord check_node(const Invocation& inv, const NodeCheckConfig& c) {
+  NodeCheckRecord r;
+  r.started = utc_timestamp();
+  r.run_id = run_id_for(inv.options, r.started);
+  r.level = c.level;
+  r.host_file = inv.inventory_file;
+  r.machine = read_machine_facts(c.roots);
+  std::vector<std::string> paths;
+  for (const MountSpec& m : inv.inventory.mounts) paths.push_back(m.path);
+  r.mounts = read_mounts(c.roots.procfs, paths);
+  r.driver = driver_view();
+  r.inventory = judge_inventory(inv.inventory, r.machine, r.mounts, r.driver);
+  if (const std::string hooks = test_hooks_warning(inv.options); !hooks.empty())
+    r.warnings.push_back(hooks);
+  return r;
+}
+
+}  // namespace
+
+int run_node_check(const Invocation& inv) {
+  const NodeCheckConfig config = node_check_config_from(inv);  // usage errors first
+  nlohmann::json report = node_check_report(check_node(inv, config));
+  record_strict(report, config.outputs);
+  make_report_text_valid(report);
+  write_file_atomically(config.report_path, report.dump(2) + "\n");
+  write_side_outputs(report, config.outputs);
+  std::cout << node_check_text(report) << std::flush;
+  return exit_code_under(report["verdict"], config.outputs);
+}
+
+}  // namespace tp

@@ -1,0 +1,29 @@
+#pragma once
+// node-check's record and its reporters (docs/node-check.md): the JSON report, whose nodes[] and
+// gate.checks[] are those every report has (so report nodes, --junit and --metrics read it as
+// any other), and the lines it prints, the last in NHC's form.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "node/inventory_judge.h"
+#include "node/machine_facts.h"
+
+namespace tp {
+
+struct NodeCheckRecord {
+  std::string run_id, started, level, host_file;
+  MachineFacts machine;
+  std::vector<MountFacts> mounts;
+  DriverView driver;
+  std::vector<InventoryItem> inventory;
+  std::vector<std::string> warnings;  // context.warnings: what makes the record less than real
+};
+
+nlohmann::json node_check_report(const NodeCheckRecord& record);
+// One line per FAIL or WARN finding, then "HOST | Healthy" or "HOST | ERROR: trainproof: CHECK:
+// REASON" with the worst finding, as NHC ends (its last line is what Slurm's health check and an
+// operator read first).
+std::string node_check_text(const nlohmann::json& report);
+
+}  // namespace tp
