@@ -296,7 +296,6 @@ std::string test_hooks_warning(const boost::program_options::variables_map& opti
          "): this run is the test suite's, not a measurement of the hardware as it stands";
 }
 
-
 json build_context(const ContextInputs& in) {
   const Invocation& inv = in.invocation;
   json ctx = tool_and_build(in.backends);
