@@ -14,6 +14,8 @@
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/sysinfo.h"
+#include "gpu/nccl_version.h"
+#include "gpu/nvml.h"
 
 namespace tp {
 namespace {
@@ -40,14 +42,6 @@ NodeCheckConfig node_check_config_from(const Invocation& inv) {
   return c;
 }
 
-// The GPU driver's view. NVML is not read yet (docs/node-check.md, "What is not checked yet"), so
-// a GPU count is judged against the PCI bus alone and every GPU property reads n/a.
-DriverView driver_view() {
-  DriverView view;
-  view.unavailable = "this build does not read NVML yet";
-  return view;
-}
-
 NodeCheckRecord check_node(const Invocation& inv, const NodeCheckConfig& c) {
   NodeCheckRecord r;
   r.started = utc_timestamp();
@@ -58,8 +52,10 @@ NodeCheckRecord check_node(const Invocation& inv, const NodeCheckConfig& c) {
   std::vector<std::string> paths;
   for (const MountSpec& m : inv.inventory.mounts) paths.push_back(m.path);
   r.mounts = read_mounts(c.roots.procfs, paths);
-  r.driver = driver_view();
+  r.driver = read_nvml();
+  r.driver.nccl_version = nccl_library_version(r.driver.nccl_unavailable);
   r.inventory = judge_inventory(inv.inventory, r.machine, r.mounts, r.driver);
+  r.health = judge_gpu_health(r.machine.host, r.driver);
   if (const std::string hooks = test_hooks_warning(inv.options); !hooks.empty())
     r.warnings.push_back(hooks);
   return r;

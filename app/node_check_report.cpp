@@ -47,6 +47,39 @@ json machine_json(const MachineFacts& m, const std::vector<MountFacts>& mounts) 
           {"mounts", mounted}};
 }
 
+json or_null(long long value) {
+  return value < 0 ? json(nullptr) : json(value);
+}
+json or_null(double value) {
+  return value < 0 ? json(nullptr) : json(value);
+}
+
+json health_json(const GpuHealth& h) {
+  return {{"ecc_corrected_volatile", or_null(h.ecc_corrected_volatile)},
+          {"ecc_uncorrected_volatile", or_null(h.ecc_uncorrected_volatile)},
+          {"ecc_corrected_aggregate", or_null(h.ecc_corrected_aggregate)},
+          {"ecc_uncorrected_aggregate", or_null(h.ecc_uncorrected_aggregate)},
+          {"retired_sbe", or_null(h.retired_sbe)},
+          {"retired_dbe", or_null(h.retired_dbe)},
+          {"retired_pending", or_null((long long)h.retired_pending)},
+          {"remapped_correctable", or_null(h.remapped_correctable)},
+          {"remapped_uncorrectable", or_null(h.remapped_uncorrectable)},
+          {"remap_pending", or_null((long long)h.remap_pending)},
+          {"remap_failed", or_null((long long)h.remap_failed)},
+          {"clock_event_reasons", or_null(h.clock_event_reasons)},
+          {"temperature_c", or_null((long long)h.temperature_c)},
+          {"power_w", or_null(h.power_w)},
+          {"power_limit_w", or_null(h.power_limit_w)},
+          {"sm_clock_mhz", or_null((long long)h.sm_clock_mhz)},
+          {"max_sm_clock_mhz", or_null((long long)h.max_sm_clock_mhz)},
+          {"pcie_gen", or_null((long long)h.pcie_gen)},
+          {"pcie_width", or_null((long long)h.pcie_width)},
+          {"pcie_replays", or_null(h.pcie_replays)},
+          {"nvlink_replay", or_null(h.nvlink_replay)},
+          {"nvlink_recovery", or_null(h.nvlink_recovery)},
+          {"nvlink_crc", or_null(h.nvlink_crc)}};
+}
+
 json driver_json(const DriverView& d) {
   json gpus = json::array();
   for (const DriverGpu& g : d.gpus)
@@ -54,7 +87,9 @@ json driver_json(const DriverView& d) {
                     {"name", g.name},
                     {"uuid", g.uuid},
                     {"pci_address", g.pci_address},
-                    {"memory_gb", g.memory_gb}});
+                    {"memory_gb", g.memory_gb},
+                    {"vbios", g.vbios},
+                    {"health", health_json(g.health)}});
   return {{"loaded", d.loaded},
           {"unavailable", d.loaded ? json(nullptr) : json(d.unavailable)},
           {"driver_version", d.driver_version},
@@ -89,6 +124,26 @@ json inventory_check(const std::vector<InventoryItem>& items, const std::string&
 
 }  // namespace
 
+json gpu_health_check(const std::vector<GpuHealthFinding>& findings, const DriverView& driver) {
+  if (!driver.loaded)
+    return gate_check("gpu_health", nullptr, nullptr, "n/a",
+                      "the driver could not be asked: " + driver.unavailable);
+  if (driver.gpus.empty())
+    return gate_check("gpu_health", nullptr, nullptr, "n/a", "the driver lists no GPU");
+  std::string status = "pass", reasons;
+  for (const GpuHealthFinding& f : findings) {
+    if (f.status == "fail")
+      status = "fail";
+    else if (status == "pass")
+      status = "warn";
+    reasons += (reasons.empty() ? "" : "; ") + f.reason;
+  }
+  return gate_check("gpu_health", int(findings.size()), 0, status,
+                    findings.empty()
+                        ? "every one of " + std::to_string(driver.gpus.size()) + " GPU(s) healthy"
+                        : std::to_string(findings.size()) + " finding(s): " + reasons);
+}
+
 json node_check_report(const NodeCheckRecord& r) {
   json items = json::array(), findings = json::array(), reasons = json::array();
   for (const InventoryItem& i : r.inventory) {
@@ -104,7 +159,13 @@ json node_check_report(const NodeCheckRecord& r) {
     findings.back()["action"] = i.action;
     reasons.push_back(i.reason);
   }
-  json checks = json::array({inventory_check(r.inventory, r.host_file)});
+  for (const GpuHealthFinding& f : r.health) {
+    findings.push_back(node_finding("gpu_health", f.reason, f.status));
+    findings.back()["action"] = f.action;
+    reasons.push_back(f.reason);
+  }
+  json checks = json::array(
+      {inventory_check(r.inventory, r.host_file), gpu_health_check(r.health, r.driver)});
   json report = {
       {"schema", kReportSchema},
       {"verdict", verdict_of_checks(checks)},
@@ -131,10 +192,11 @@ json node_check_report(const NodeCheckRecord& r) {
 std::string node_check_text(const json& report) {
   const std::string host = report["nodes"][0].value("host", "");
   std::string out;
-  for (const json& item : report["node_check"]["inventory"])
-    if (item["status"] == "fail")
-      out += "FAIL " + item["key"].get<std::string>() + ": " + item["reason"].get<std::string>() +
-             "\n  action: " + item["action"].get<std::string>() + "\n";
+  for (const json& f : report["nodes"][0]["findings"]) {
+    const std::string status = f.value("status", "fail") == "fail" ? "FAIL " : "WARN ";
+    out += status + f.value("check", "") + ": " + f.value("reason", "") +
+           "\n  action: " + f.value("action", "") + "\n";
+  }
   const ReportNodes nodes = report_nodes_of(report);
   if (nodes.flagged.empty() ||
       status_rank(worst_finding(nodes.flagged.front()).status) < status_rank("fail"))

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "node/gpu_health.h"
 #include "node/inventory_judge.h"
 #include "node/machine_facts.h"
 
@@ -17,10 +18,15 @@ struct NodeCheckRecord {
   std::vector<MountFacts> mounts;
   DriverView driver;
   std::vector<InventoryItem> inventory;
+  std::vector<GpuHealthFinding> health;
   std::vector<std::string> warnings;  // context.warnings: what makes the record less than real
 };
 
 nlohmann::json node_check_report(const NodeCheckRecord& record);
+// The gpu_health check: n/a without a driver to ask or a GPU, else the worst finding's status
+// with every finding's reason.
+nlohmann::json gpu_health_check(const std::vector<GpuHealthFinding>& findings,
+                                const DriverView& driver);
 // One line per FAIL or WARN finding, then "HOST | Healthy" or "HOST | ERROR: trainproof: CHECK:
 // REASON" with the worst finding, as NHC ends (its last line is what Slurm's health check and an
 // operator read first).

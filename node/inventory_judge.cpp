@@ -41,12 +41,6 @@ std::string link_text(int gen, int width) {
          (width > 0 ? std::to_string(width) : std::string("?"));
 }
 
-// "GPU 3 (GPU-5b1e..., 0000:9a:00.0)": what an operator finds it by in nvidia-smi and lspci.
-std::string gpu_name(const DriverGpu& g) {
-  return "GPU " + std::to_string(g.index) + " (" + (g.uuid.empty() ? "" : g.uuid + ", ") +
-         g.pci_address + ")";
-}
-
 std::string port_name(const RdmaPort& p) {
   return p.device + " port " + p.port;
 }
@@ -92,9 +86,11 @@ void Judge::gpu_count() {
   const int expected = *spec.gpus;
   std::set<std::string> by_driver;
   for (const DriverGpu& g : driver.gpus) by_driver.insert(g.pci_address);
-  std::vector<std::string> unseen;  // on the bus, not listed by the driver
-  for (const PciGpu& g : machine.pci_gpus)
+  std::vector<std::string> unseen, bus;  // on the bus and not listed by the driver; on the bus
+  for (const PciGpu& g : machine.pci_gpus) {
+    bus.push_back(g.address);
     if (!by_driver.count(g.address)) unseen.push_back(g.address);
+  }
   const int on_bus = int(machine.pci_gpus.size());
   const int found = driver.loaded ? int(driver.gpus.size()) : 0;
   const bool right =
@@ -102,6 +98,10 @@ void Judge::gpu_count() {
   const std::string want = std::to_string(expected);
   if (right) return pass("gpus", want, std::to_string(found));
   std::string detail;
+  if (expected == 0 && on_bus > 0)
+    return fail("gpus", want, std::to_string(on_bus),
+                std::to_string(on_bus) + " GPU(s) on the PCI bus (" + joined(bus) + "), expected 0",
+                "this is another host type: use its host file, or move the node to its partition");
   if (driver.loaded && !unseen.empty())
     detail = "missing " + joined(unseen) + ", seen on the PCI bus but not by the driver";
   else
@@ -136,7 +136,7 @@ void Judge::gpu_parts() {
                         const std::string& action) {
     std::vector<std::string> wrong;
     for (const DriverGpu& g : driver.gpus)
-      if (const std::string w = wrong_text(g); !w.empty()) wrong.push_back(gpu_name(g) + " " + w);
+      if (const std::string w = wrong_text(g); !w.empty()) wrong.push_back(gpu_label(g) + " " + w);
     judge_parts(key, expected, wrong, n, action);
   };
   if (!spec.gpu_name.empty())
@@ -207,7 +207,7 @@ void Judge::gpu_parts() {
     for (const DriverGpu& g : driver.gpus) vbios.insert(g.vbios);
     std::vector<std::string> wrong;
     if (vbios.size() > 1)
-      for (const DriverGpu& g : driver.gpus) wrong.push_back(gpu_name(g) + " VBIOS " + g.vbios);
+      for (const DriverGpu& g : driver.gpus) wrong.push_back(gpu_label(g) + " VBIOS " + g.vbios);
     judge_parts("same_gpu_firmware", "one VBIOS on every GPU", wrong, n,
                 "flash every GPU of the node to the same VBIOS");
   }
@@ -217,10 +217,12 @@ void Judge::gpu_versions() {
   const auto version = [&](const char* key, const std::string& want, const std::string& have,
                            bool exact, const std::string& action) {
     if (want.empty()) return;
+    const bool nccl = std::string(key) == "min_nccl_version";
     if (have.empty())
-      return not_judged(
-          key, want,
-          driver.loaded ? "not reported" : "the driver could not be asked: " + driver.unavailable);
+      return not_judged(key, want,
+                        nccl            ? driver.nccl_unavailable
+                        : driver.loaded ? "not reported"
+                                        : "the driver could not be asked: " + driver.unavailable);
     const std::optional<int> order = compare_versions(have, want);
     const bool ok = order && (exact ? *order == 0 : *order >= 0);
     if (ok) return pass(key, want, have);

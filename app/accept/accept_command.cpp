@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "app/accept/accept_config.h"
@@ -95,21 +96,29 @@ const std::string& report_file(const AcceptInputs& in) {
 
 StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun& run) {
   StageWatch watch(in.train, report_file(in), world, "preflight");
-  PreflightStage p = preflight_stage(in.train, world);
+  PreflightStage p = preflight_stage(in.train, world, in.inv.inventory, in.inv.inventory_file);
   watch.end();
   run.job.mark("preflight");
   run.preflight_nodes = p.nodes;
-  // The preflight's findings are the first of each node's list (app/accept/accept_report.h).
+  // The preflight's findings are the first of each node's list (app/accept/accept_report.h): a
+  // node missing what its host type must have first, then its topology.
+  std::map<std::string, json> by_host;
+  const auto add = [&by_host](const std::string& host, const json& finding) {
+    json& node = by_host[host];
+    if (node.is_null())
+      node = {{"host", host},
+              {"flagged", true},
+              {"reasons", json::array()},
+              {"findings", json::array()}};
+    node["reasons"].push_back(finding["reason"]);
+    node["findings"].push_back(finding);
+  };
+  for (const auto& [host, finding] : p.inventory_findings) add(host, finding);
+  for (const auto& [host, reasons] : p.section["topology_reasons"].items())
+    for (const json& why : reasons)
+      add(host, node_finding("topology", why.get<std::string>()));  // "topology: ..." already
   json nodes = json::array();
-  for (const auto& [host, reasons] : p.section["topology_reasons"].items()) {
-    json prefixed = json::array(), findings = json::array();
-    for (const json& why : reasons) {
-      prefixed.push_back("topology: " + why.get<std::string>());
-      findings.push_back(node_finding("topology", prefixed.back()));
-    }
-    nodes.push_back(
-        {{"host", host}, {"flagged", true}, {"reasons", prefixed}, {"findings", findings}});
-  }
+  for (auto& [host, node] : by_host) nodes.push_back(std::move(node));
   return {"preflight", 1, {{"preflight", p.section}, {"nodes", nodes}}, p.checks};
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "app/accept/accept_inventory.h"
 #include "app/report/gate.h"
 #include "app/stages/backend_selection.h"
 #include "app/stages/topology_facts.h"
@@ -103,7 +104,10 @@ json folder_probe_check(const std::vector<std::string>& roles,
                                 : std::to_string(failed) + " probe(s) failed; first: " + first);
 }
 
-PreflightStage preflight_stage(const TrainConfig& config, const World& world) {
+PreflightStage preflight_stage(const TrainConfig& config, const World& world,
+                               const InventorySpec& inventory, const std::string& host_file) {
+  const std::vector<NodeInventory> inventories =
+      gather_records_at_root(world, node_inventory(inventory, config.test, world));
   const Backends backends = select_backends(config, world, nullptr);
   const TopologyPreflight topology = run_topology_preflight(config, world, backends);
   std::vector<std::string> roles;
@@ -139,8 +143,11 @@ PreflightStage preflight_stage(const TrainConfig& config, const World& world) {
     for (const auto& rank : by_rank) slowest = std::max(slowest, rank[f].seconds);
     folders.push_back({{"folder", roles[f]}, {"slowest_probe_s", slowest}});
   }
-  stage.checks = json::array({topology_check(topology.judgement.reasons, topology.measured),
-                              folder_probe_check(roles, by_rank, world.host_of_rank)});
+  InventoryStage judged = judge_node_inventories(inventories, !inventory.empty(), host_file);
+  stage.inventory_findings = std::move(judged.findings);
+  stage.checks =
+      json::array({judged.check, topology_check(topology.judgement.reasons, topology.measured),
+                   folder_probe_check(roles, by_rank, world.host_of_rank)});
   stage.section = {{"topology_reasons", topology.judgement.reasons}, {"folders", folders}};
   stage.nodes = topology.nodes;
   return stage;

@@ -7,17 +7,22 @@
 #include <vector>
 
 #include "mpi/world.h"
+#include "node/inventory_spec.h"
 #include "train/train_config.h"
 
 namespace tp {
 
 struct PreflightStage {
   nlohmann::json section;  // rank 0: the report's `preflight` section
-  nlohmann::json checks;   // rank 0: topology, folder_probe
+  nlohmann::json checks;   // rank 0: inventory, topology, folder_probe
   nlohmann::json nodes;    // rank 0: the topology preflight's nodes, for the context
+  // rank 0: each node's inventory findings (host, nodes[].findings[] entry), worst first
+  std::vector<std::pair<std::string, nlohmann::json>> inventory_findings;
 };
 
-PreflightStage preflight_stage(const TrainConfig& config, const World& world);
+// `inventory` is the host file's [inventory] (`host_file`), judged on every node's first rank.
+PreflightStage preflight_stage(const TrainConfig& config, const World& world,
+                               const InventorySpec& inventory, const std::string& host_file);
 
 // One rank's probe of one folder.
 struct FolderProbe {

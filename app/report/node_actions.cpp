@@ -15,7 +15,7 @@ using nlohmann::json;
 // The checks that flag nodes: a report without nodes[].findings (an older one) gives each of its
 // node's reasons the worst of their statuses.
 constexpr const char* kNodeChecks[] = {"pairwise_flags", "flagged_nodes", "min_straggler_score",
-                                       "topology", "inventory"};
+                                       "topology",       "inventory",     "gpu_health"};
 
 const json& checks_of(const json& report) {
   static const json none = json::array();

@@ -128,6 +128,7 @@ class OnThisMachine(unittest.TestCase):
         self.assertEqual([a["stage"] for a in report["accept"]["attempts"]],
                          ["preflight", "sweep", "pairwise", "train", "restore"])
         self.assertEqual(check_by_name(report, "restore_digest")["status"], "pass")
+        self.assertEqual(check_by_name(report, "inventory")["status"], "pass")
         self.assertEqual(check_by_name(report, "pairwise")["status"], "n/a")
         for name in ("min_au", "min_busbw_gbps.allreduce", "min_busbw_gbps.reducescatter"):
             check = check_by_name(report, name)

@@ -10,16 +10,24 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from harness import BIN, SCENARIOS, main
+from harness import BIN, SCENARIOS, TINY, main, mpirun
 
 DEV_VM = os.path.join(SCENARIOS, "hosts", "dev-vm-2core.ini")
+FAKE_NVML_DIR = os.environ.get("TRAINPROOF_FAKE_NVML_DIR", "build/tests/fake_nvml")
 H200 = os.path.join(SCENARIOS, "hosts", "h200-nvlink-ndr400.ini")
 
 
-def node_check(tmp, *args):
+def node_check(tmp, *args, nvml=None):
+    """Runs node-check; with `nvml` (the fake's JSON), the fake libnvidia-ml.so.1 answers."""
     report = os.path.join(tmp, "node.json")
+    env = dict(os.environ)
+    if nvml is not None:
+        fake = os.path.join(tmp, "nvml.json")
+        with open(fake, "w") as f:
+            json.dump(nvml, f)
+        env.update(LD_LIBRARY_PATH=os.path.abspath(FAKE_NVML_DIR), FAKE_NVML_FILE=fake)
     proc = subprocess.run([BIN, "node-check", "--report", report, *args], capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, env=env)
     data = None
     if os.path.exists(report):
         with open(report) as f:
@@ -51,6 +59,154 @@ def ib_tree(root, ports):
         os.symlink(pci, os.path.join(root, "class", "infiniband", device, "device"))
 
 
+def gpu_address(i):
+    return f"0000:{0x18 + 0x10 * i:02x}:00.0"
+
+
+def gpu_tree(root, count):
+    """`count` H200s on the PCI bus."""
+    for i in range(count):
+        pci = os.path.join(root, "bus", "pci", "devices", gpu_address(i))
+        for name, value in (("vendor", "0x10de"), ("device", "0x2335"), ("class", "0x030200"),
+                            ("max_link_speed", "32.0 GT/s PCIe"), ("max_link_width", "16"),
+                            ("current_link_speed", "2.5 GT/s PCIe"), ("current_link_width", "16"),
+                            ("numa_node", str(i // 4))):
+            write(os.path.join(pci, name), value)
+
+
+def healthy_h200s(count=8):
+    """What NVML says of `count` healthy H200s, as the fake's file gives it."""
+    return {"driver_version": "550.90.07", "cuda_driver_version": 12040,
+            "gpus": [{"name": "NVIDIA H200", "uuid": f"GPU-{1000 + i}",
+                      "pci_bus_id": "0000" + gpu_address(i).upper(), "device_id": 0x2335,
+                      "memory_mib": 143771, "vbios": "96.00.99.00.01", "ecc": [1, 1],
+                      "mig": [0, 0], "persistence": 1, "nvlinks_up": 18, "max_pcie": [5, 16],
+                      "health": {"ecc": {"corrected_aggregate": 12}, "retired": [0, 0],
+                                 "retired_pending": 0, "remapped_rows": [2, 0, 0, 0],
+                                 "clock_event_reasons": 1, "temperature_c": 33,
+                                 "power_mw": 88000, "power_limit_mw": 700000,
+                                 "sm_clock_mhz": 345, "max_sm_clock_mhz": 1980,
+                                 "pcie": [1, 16], "pcie_replays": 0,
+                                 "nvlink_errors": [0, 0, 0, 0]}}
+                     for i in range(count)]}
+
+
+def h200_node(tmp):
+    """A fixture 8x H200 node with eight NDR ports, and the shipped H200 host file's inventory
+    less what this VM cannot fake (its CPUs and memory)."""
+    root = os.path.join(tmp, "sys")
+    gpu_tree(root, 8)
+    ib_tree(root, [(f"mlx5_{i}", "400 Gb/sec (4X NDR)", "4: ACTIVE") for i in range(8)])
+    hosts = os.path.join(tmp, "h200.ini")
+    with open(H200) as f:
+        kept = [line for line in f.read().splitlines()
+                if not line.startswith(("min_cpus", "min_host_memory_gb", "min_nccl_version"))]
+    write(hosts, "\n".join(kept))
+    return [f"--gate.file={hosts}", f"--test.sysfs_root={root}"]
+
+
+class FakeNvml(unittest.TestCase):
+    """The GPU scenarios through the fake libnvidia-ml.so.1: each gives exactly its finding,
+    named with its GPU, and the healthy node none."""
+
+    def findings(self, report):
+        return [f["reason"].split(": ", 1)[1] for f in report["nodes"][0]["findings"]]
+
+    def test_a_healthy_eight_gpu_node_is_healthy(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, report = node_check(tmp, *h200_node(tmp), nvml=healthy_h200s())
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertTrue(proc.stdout.endswith(" | Healthy\n"), proc.stdout)
+        items = {i["key"]: i["status"] for i in report["node_check"]["inventory"]}
+        self.assertNotIn("fail", items.values(), items)
+        for key in ("gpus", "gpu_device_id", "nvlinks_per_gpu", "ecc", "min_driver_version",
+                    "min_cuda_driver_version", "nics", "ib_ports_active"):
+            self.assertEqual(items[key], "pass", (key, items))
+        driver = report["node_check"]["driver"]
+        self.assertEqual((driver["driver_version"], driver["cuda_driver_version"]),
+                         ("550.90.07", "12.4"))
+        self.assertEqual(driver["gpus"][3]["pci_address"], "0000:48:00.0")
+
+    def test_a_gpu_the_driver_lost_is_named_by_its_bus_address(self):
+        nvml = healthy_h200s()
+        del nvml["gpus"][3]
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, report = node_check(tmp, *h200_node(tmp), nvml=nvml)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(self.findings(report), [
+            "7 GPUs, expected 8 (missing 0000:48:00.0, seen on the PCI bus but not by the "
+            "driver)"])
+        self.assertIn("| ERROR: trainproof: inventory: 7 GPUs, expected 8", proc.stdout)
+
+    def test_a_link_down_a_pending_ecc_change_and_mig_on_are_each_named(self):
+        nvml = healthy_h200s()
+        nvml["gpus"][2]["nvlinks_up"] = 17
+        nvml["gpus"][5]["ecc"] = [1, 0]
+        nvml["gpus"][6]["mig"] = [1, 1]
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, report = node_check(tmp, *h200_node(tmp), nvml=nvml)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(self.findings(report), [
+            "GPU 2 (GPU-1002, 0000:38:00.0) has 17 links up; expected 18",
+            "GPU 5 (GPU-1005, 0000:68:00.0) turns off at the next reset; expected on",
+            "GPU 6 (GPU-1006, 0000:78:00.0) is on; expected off"])
+
+    def test_each_health_fault_gives_exactly_its_finding_named_with_its_gpu(self):
+        # (GPU, its health field, the value, the finding): DCGM's quick-diagnostic rules.
+        cases = [
+            (1, "remapped_rows", [2, 0, 1, 0], "fail",
+             "a row remap is pending (it takes effect at the next reset)"),
+            (2, "remapped_rows", [2, 3, 0, 1], "fail",
+             "a row remap failed (the memory has no spare row left)"),
+            (3, "ecc", {"uncorrected_volatile": 2}, "fail",
+             "2 uncorrectable ECC error(s) since the last reset"),
+            (4, "retired_pending", 1, "fail",
+             "a page retirement is pending (it takes effect at the next reset)"),
+            (5, "clock_event_reasons", 0x8 | 0x4, "fail", "clocks held down by HW slowdown"),
+            (6, "clock_event_reasons", 0x20, "warn",
+             "clocks held down by SW thermal slowdown (33 C)"),
+        ]
+        for index, field, value, status, finding in cases:
+            nvml = healthy_h200s()
+            nvml["gpus"][index]["health"][field] = value
+            with self.subTest(field=field, value=value), tempfile.TemporaryDirectory() as tmp:
+                proc, report = node_check(tmp, *h200_node(tmp), nvml=nvml)
+                self.assertEqual(proc.returncode, 1 if status == "fail" else 0, proc.stdout)
+                found = [(f["check"], f["status"], f["reason"].split(": ", 1)[1])
+                         for f in report["nodes"][0]["findings"]]
+                self.assertEqual(found, [("gpu_health", status,
+                                          f"GPU {index} (GPU-{1000 + index}, "
+                                          f"{gpu_address(index)}): {finding}")])
+                check = [c for c in report["gate"]["checks"] if c["name"] == "gpu_health"][0]
+                self.assertEqual(check["status"], status, check)
+                last = proc.stdout.splitlines()[-1]
+                if status == "fail":
+                    self.assertIn("| ERROR: trainproof: gpu_health: GPU", last)
+                else:
+                    self.assertTrue(last.endswith("| Healthy"), last)
+
+    def test_the_healthy_nodes_figures_at_rest_are_recorded(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, report = node_check(tmp, *h200_node(tmp), nvml=healthy_h200s())
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        health = report["node_check"]["driver"]["gpus"][0]["health"]
+        self.assertEqual((health["temperature_c"], health["power_w"], health["pcie_gen"],
+                          health["remapped_correctable"], health["ecc_corrected_aggregate"]),
+                         (33, 88.0, 1, 2, 12))
+        check = [c for c in report["gate"]["checks"] if c["name"] == "gpu_health"][0]
+        self.assertEqual(check["status"], "pass", check)
+
+    def test_a_driver_that_does_not_answer_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, report = node_check(tmp, *h200_node(tmp), nvml={"init_error": 9})
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(self.findings(report), [
+            "0 GPUs, expected 8 (8 on the PCI bus; the driver could not be asked: nvmlInit_v2: "
+            "Driver Not Loaded)"])
+        self.assertEqual(report["node_check"]["driver"]["unavailable"],
+                         "nvmlInit_v2: Driver Not Loaded")
+
+
 class NodeCheck(unittest.TestCase):
     def test_this_vm_against_its_host_file_is_healthy(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -75,7 +231,7 @@ class NodeCheck(unittest.TestCase):
         last = proc.stdout.splitlines()[-1]
         self.assertTrue(last.startswith(f"{host} | ERROR: trainproof: inventory: 0 GPUs, "
                                         "expected 8 (none on the PCI bus"), last)
-        self.assertIn("FAIL gpus: ", proc.stdout)
+        self.assertIn(f"FAIL inventory: {host}: 0 GPUs, expected 8", proc.stdout)
         self.assertEqual(report["verdict"], "FAIL")
         self.assertIn(f"scontrol update NodeName={host} State=DRAIN Reason='trainproof: "
                       "inventory FAIL: gpus: 0, expected 8", drain.stdout)
@@ -117,6 +273,44 @@ class NodeCheck(unittest.TestCase):
             self.assertIn("level", proc.stderr)
             proc, _ = node_check(tmp, "--report")
             self.assertEqual(proc.returncode, 2, proc.stderr)
+
+
+class InAcceptsPreflight(unittest.TestCase):
+    """accept judges the same inventory on every node in its preflight: on 3 pretend nodes, the
+    third reads a fixture tree with an InfiniBand port where the host file expects none, and that
+    node alone carries the finding, in its findings, its drain line and the JUnit file."""
+
+    def test_the_node_that_misses_its_inventory_is_named_by_the_preflight(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = os.path.join(tmp, "sys")
+            ib_tree(root, [("mlx5_0", "400 Gb/sec (4X NDR)", "4: ACTIVE")])
+            hosts = os.path.join(tmp, "cpu.ini")
+            write(hosts, "[inventory]\nnics = 0\nmin_cpus = 1")
+            junit = os.path.join(tmp, "accept.xml")
+            run = mpirun(3, "--accept.stages=preflight", f"--gate.file={hosts}",
+                         "--test.split_hosts=3", f"--test.sysfs_root={root}",
+                         "--test.sysfs_root_rank=2", f"--junit={junit}", subcommand="accept",
+                         scenario=TINY)
+            suite = ET.parse(junit).getroot()
+        self.assertEqual(run.returncode, 1, run)
+        check = [c for c in run.report["gate"]["checks"] if c["name"] == "inventory"][0]
+        self.assertEqual(check["status"], "fail", check)
+        host = run.report["context"]["nodes"][2]["host"]
+        self.assertIn(f"1 of 3 node(s) against gate.file '{hosts}' miss their inventory",
+                      check["reason"])
+        flagged = {n["host"]: n["findings"] for n in run.report["nodes"] if n["flagged"]}
+        inventory = {h: [f["reason"] for f in found if f["check"] == "inventory"]
+                     for h, found in flagged.items()}
+        inventory = {h: why for h, why in inventory.items() if why}
+        self.assertEqual(inventory, {host: [
+            f"{host}: 1 InfiniBand port(s), expected 0 (found mlx5_0 port 1)"]})
+        failures = [f.get("message", "") + (f.text or "") for f in suite.iter("failure")]
+        self.assertTrue(any("1 InfiniBand port(s), expected 0" in f for f in failures), failures)
+        # The topology preflight's reasons follow, each with its check's name once.
+        topology = [f["reason"] for f in flagged[host] if f["check"] == "topology"]
+        self.assertTrue(topology and all(r.startswith("topology: ") and
+                                         not r.startswith("topology: topology: ")
+                                         for r in topology), topology)
 
 
 if __name__ == "__main__":

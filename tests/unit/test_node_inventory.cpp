@@ -12,6 +12,8 @@
 #include "app/cli/host_reference.h"
 #include "app/node_check_report.h"
 #include "common/errors.h"
+#include "gpu/nvml.h"
+#include "node/gpu_health.h"
 #include "node/inventory_judge.h"
 #include "node/inventory_spec.h"
 #include "node/machine_facts.h"
@@ -199,6 +201,12 @@ Node eight_by_eight(SysfsTree& tree, int slow_port = -1, int narrow_port = -1) {
   return n;
 }
 
+TEST(Nvml, BusIdsAreComparedAsSysfsSpellsThem) {
+  EXPECT_EQ(tp::sysfs_pci_address("00000000:9A:00.0"), "0000:9a:00.0");
+  EXPECT_EQ(tp::sysfs_pci_address("0000:9A:00.0"), "0000:9a:00.0");
+  EXPECT_EQ(tp::sysfs_pci_address("00010000:1B:00.0"), "10000:1b:00.0");  // a VMD domain
+}
+
 TEST(MachineFacts, ReadsGpusOnTheBusAndPortsWithTheirLinksAndCounters) {
   SysfsTree tree("machine_facts");
   const Node n = eight_by_eight(tree);
@@ -365,6 +373,35 @@ TEST(NodeCheckReport, EndsInNhcsFormAndItsFindingsAreTheNodes) {
   const nlohmann::json healthy = tp::node_check_report(r);
   EXPECT_EQ(healthy["verdict"], "PASS");
   EXPECT_EQ(tp::node_check_text(healthy), "gpu-node-07 | Healthy\n");
+}
+
+TEST(GpuHealth, DcgmsQuickRulesEachNameTheirGpuAndAtRestNothingElseIsJudged) {
+  tp::DriverView d = driver_of(
+      {{"0000:18:00.0", 0x2335, "nvidia", 0, {}}, {"0000:28:00.0", 0x2335, "nvidia", 0, {}}});
+  tp::GpuHealth& h = d.gpus[1].health;
+  // At rest, with lifetime counts below DCGM's limits and SW power cap set: no finding.
+  h.clock_event_reasons = tp::kClocksSwPowerCap | 0x1;  // and GPU idle
+  h.retired_sbe = 31;
+  h.retired_dbe = 31;
+  h.remapped_uncorrectable = 511;
+  h.ecc_uncorrected_aggregate = 5;  // lifetime: a past error, already repaired
+  h.ecc_corrected_volatile = 1000;
+  h.temperature_c = 90;
+  EXPECT_TRUE(tp::judge_gpu_health("n1", d).empty());
+  h.retired_dbe = 32;  // 63 pages: DCGM's limit
+  h.remapped_uncorrectable = 512;
+  h.clock_event_reasons = tp::kClocksHwThermal | tp::kClocksHwPowerBrake;
+  const auto found = tp::judge_gpu_health("n1", d);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0].reason,
+            "n1: GPU 1 (GPU-1001, 0000:28:00.0): 512 rows remapped for uncorrectable errors "
+            "(limit 512)");
+  EXPECT_EQ(found[1].reason, "n1: GPU 1 (GPU-1001, 0000:28:00.0): 63 pages retired (limit 63)");
+  EXPECT_EQ(found[2].reason,
+            "n1: GPU 1 (GPU-1001, 0000:28:00.0): clocks held down by HW thermal slowdown, HW "
+            "power brake");
+  for (const auto& f : found) EXPECT_EQ(f.status, "fail");
+  EXPECT_THAT(found[0].action, HasSubstr("replace the GPU"));
 }
 
 // A machine built from a host file's own inventory: its figures exactly, every port active.

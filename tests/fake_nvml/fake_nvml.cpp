@@ -1,0 +1,248 @@
+// A fake libnvidia-ml.so.1 for the tests (docs/node-check.md, "Testing without a GPU"): the NVML
+// functions gpu/nvml.cpp calls, answering from the JSON file $FAKE_NVML_FILE. The test puts its
+// folder on LD_LIBRARY_PATH; trainproof opens it as it opens the real one, with no switch of its
+// own. The file:
+//   {"driver_version": "550.90.07", "cuda_driver_version": 12040, "init_error": 9,
+//    "gpus": [{"name": "NVIDIA H200", "uuid": "GPU-...", "pci_bus_id": "00000000:18:00.0",
+//              "device_id": 9013, "memory_mib": 143771, "vbios": "96.00.99.00.01",
+//              "ecc": [1, 1], "mig": [0, 0], "persistence": 1, "nvlinks_up": 18,
+//              "max_pcie": [5, 16],
+//              "health": {"ecc": {"uncorrected_volatile": 1}, "retired": [0, 0],
+//                         "retired_pending": 0, "remapped_rows": [0, 0, 1, 0],
+//                         "clock_event_reasons": 8, "temperature_c": 35, "power_mw": 90000,
+//                         "power_limit_mw": 700000, "sm_clock_mhz": 345,
+//                         "max_sm_clock_mhz": 1980, "pcie": [1, 16], "pcie_replays": 0,
+//                         "nvlink_errors": [0, 0, 0, 0]}}]}
+// Every field is optional; a field not given answers NVML_ERROR_NOT_SUPPORTED.
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+using nlohmann::json;
+constexpr int kSuccess = 0, kInvalidArgument = 2, kNotSupported = 3, kUninitialized = 1;
+
+const json& fake() {
+  static const json data = [] {
+    const char* path = std::getenv("FAKE_NVML_FILE");
+    if (!path) return json::object();
+    std::ifstream in(path);
+    return in ? json::parse(in, nullptr, false) : json::object();
+  }();
+  return data;
+}
+
+bool initialised = false;
+
+// The GPUs of the file: a reference into it (json::value would return a copy).
+const json& gpus() {
+  static const json none = json::array();
+  const auto found = fake().find("gpus");
+  return found != fake().end() && found->is_array() ? *found : none;
+}
+
+const json* gpu(void* device) {
+  const size_t index = reinterpret_cast<size_t>(device) - 1;
+  return initialised && index < gpus().size() ? &gpus()[index] : nullptr;
+}
+
+int text(const json* g, const char* field, char* out, unsigned length) {
+  if (!g || !g->contains(field)) return g ? kNotSupported : kInvalidArgument;
+  const std::string value = (*g)[field].get<std::string>();
+  if (value.size() + 1 > length) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  std::memcpy(out, value.c_str(), value.size() + 1);
+  return kSuccess;
+}
+
+template <typename T>
+int pair(const json* g, const char* field, T* now, T* pending) {
+  if (!g || !g->contains(field)) return g ? kNotSupported : kInvalidArgument;
+  *now = T((*g)[field][0].get<int>());
+  *pending = T((*g)[field][1].get<int>());
+  return kSuccess;
+}
+
+struct PciInfo {
+  char bus_id_legacy[16];
+  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
+
+struct Memory {
+  unsigned long long total, free, used;
+};
+
+// A field of the GPU's "health" object.
+const json* health(void* device, const char* field) {
+  const json* g = gpu(device);
+  if (!g || !g->contains("health") || !(*g)["health"].contains(field)) return nullptr;
+  return &(*g)["health"][field];
+}
+
+template <typename T>
+int health_value(void* device, const char* field, T* out, int index = -1) {
+  const json* value = health(device, field);
+  if (!value) return gpu(device) ? kNotSupported : kInvalidArgument;
+  *out = T(index < 0 ? value->get<long long>() : (*value)[size_t(index)].get<long long>());
+  return kSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+int nvmlInit_v2() {
+  if (const int code = fake().value("init_error", 0); code != 0) return code;
+  initialised = true;
+  return kSuccess;
+}
+int nvmlShutdown() {
+  initialised = false;
+  return kSuccess;
+}
+const char* nvmlErrorString(int code) {
+  return code == 9               ? "Driver Not Loaded"
+         : code == kNotSupported ? "Not Supported"
+                                 : "Unknown Error";
+}
+int nvmlSystemGetDriverVersion(char* out, unsigned length) {
+  const json& f = fake();
+  return f.contains("driver_version") ? text(&f, "driver_version", out, length) : kNotSupported;
+}
+int nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  if (!fake().contains("cuda_driver_version")) return kNotSupported;
+  *version = fake()["cuda_driver_version"].get<int>();
+  return kSuccess;
+}
+int nvmlDeviceGetCount_v2(unsigned* count) {
+  if (!initialised) return kUninitialized;
+  *count = unsigned(gpus().size());
+  return kSuccess;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
+  if (!initialised || index >= gpus().size()) return kInvalidArgument;
+  *device = reinterpret_cast<void*>(size_t(index) + 1);
+  return kSuccess;
+}
+int nvmlDeviceGetName(void* d, char* out, unsigned length) {
+  return text(gpu(d), "name", out, length);
+}
+int nvmlDeviceGetUUID(void* d, char* out, unsigned length) {
+  return text(gpu(d), "uuid", out, length);
+}
+int nvmlDeviceGetVbiosVersion(void* d, char* out, unsigned length) {
+  return text(gpu(d), "vbios", out, length);
+}
+int nvmlDeviceGetPciInfo_v3(void* d, PciInfo* pci) {
+  const json* g = gpu(d);
+  if (!g) return kInvalidArgument;
+  std::memset(pci, 0, sizeof *pci);
+  const std::string bus_id = g->value("pci_bus_id", "");
+  std::strncpy(pci->bus_id, bus_id.c_str(), sizeof pci->bus_id - 1);
+  pci->pci_device_id = unsigned(g->value("device_id", 0)) << 16 | 0x10de;
+  return kSuccess;
+}
+int nvmlDeviceGetMemoryInfo(void* d, Memory* memory) {
+  const json* g = gpu(d);
+  if (!g || !g->contains("memory_mib")) return g ? kNotSupported : kInvalidArgument;
+  memory->total = (*g)["memory_mib"].get<unsigned long long>() << 20;
+  memory->free = memory->total;
+  memory->used = 0;
+  return kSuccess;
+}
+int nvmlDeviceGetEccMode(void* d, int* now, int* pending) {
+  return pair(gpu(d), "ecc", now, pending);
+}
+int nvmlDeviceGetMigMode(void* d, unsigned* now, unsigned* pending) {
+  return pair(gpu(d), "mig", now, pending);
+}
+int nvmlDeviceGetPersistenceMode(void* d, int* mode) {
+  const json* g = gpu(d);
+  if (!g || !g->contains("persistence")) return g ? kNotSupported : kInvalidArgument;
+  *mode = (*g)["persistence"].get<int>();
+  return kSuccess;
+}
+int nvmlDeviceGetMaxPcieLinkGeneration(void* d, unsigned* value) {
+  const json* g = gpu(d);
+  if (!g || !g->contains("max_pcie")) return g ? kNotSupported : kInvalidArgument;
+  *value = (*g)["max_pcie"][0].get<unsigned>();
+  return kSuccess;
+}
+int nvmlDeviceGetMaxPcieLinkWidth(void* d, unsigned* value) {
+  const json* g = gpu(d);
+  if (!g || !g->contains("max_pcie")) return g ? kNotSupported : kInvalidArgument;
+  *value = (*g)["max_pcie"][1].get<unsigned>();
+  return kSuccess;
+}
+int nvmlDeviceGetNvLinkState(void* d, unsigned link, int* active) {
+  const json* g = gpu(d);
+  if (!g || !g->contains("nvlinks_up")) return g ? kNotSupported : kInvalidArgument;
+  if (link >= 18) return kInvalidArgument;
+  *active = int(link) < (*g)["nvlinks_up"].get<int>() ? 1 : 0;
+  return kSuccess;
+}
+
+int nvmlDeviceGetTotalEccErrors(void* d, int type, int counter, unsigned long long* count) {
+  const json* ecc = health(d, "ecc");
+  if (!ecc) return gpu(d) ? kNotSupported : kInvalidArgument;
+  const char* names[2][2] = {{"corrected_volatile", "corrected_aggregate"},
+                             {"uncorrected_volatile", "uncorrected_aggregate"}};
+  *count = ecc->value(names[type & 1][counter & 1], 0ULL);
+  return kSuccess;
+}
+int nvmlDeviceGetRetiredPages(void* d, int cause, unsigned* count, unsigned long long*) {
+  unsigned pages = 0;
+  if (const int code = health_value(d, "retired", &pages, cause & 1); code != kSuccess) return code;
+  const bool fits = *count >= pages;
+  *count = pages;
+  return fits ? kSuccess : 7;  // NVML_ERROR_INSUFFICIENT_SIZE, as NVML answers an empty buffer
+}
+int nvmlDeviceGetRetiredPagesPendingStatus(void* d, int* pending) {
+  return health_value(d, "retired_pending", pending);
+}
+int nvmlDeviceGetRemappedRows(void* d, unsigned* corrected, unsigned* uncorrected,
+                              unsigned* pending, unsigned* failed) {
+  if (const int code = health_value(d, "remapped_rows", corrected, 0); code != kSuccess)
+    return code;
+  health_value(d, "remapped_rows", uncorrected, 1);
+  health_value(d, "remapped_rows", pending, 2);
+  health_value(d, "remapped_rows", failed, 3);
+  return kSuccess;
+}
+int nvmlDeviceGetCurrentClocksEventReasons(void* d, unsigned long long* reasons) {
+  return health_value(d, "clock_event_reasons", reasons);
+}
+int nvmlDeviceGetTemperature(void* d, int, unsigned* celsius) {
+  return health_value(d, "temperature_c", celsius);
+}
+int nvmlDeviceGetPowerUsage(void* d, unsigned* mw) {
+  return health_value(d, "power_mw", mw);
+}
+int nvmlDeviceGetEnforcedPowerLimit(void* d, unsigned* mw) {
+  return health_value(d, "power_limit_mw", mw);
+}
+int nvmlDeviceGetClockInfo(void* d, int, unsigned* mhz) {
+  return health_value(d, "sm_clock_mhz", mhz);
+}
+int nvmlDeviceGetMaxClockInfo(void* d, int, unsigned* mhz) {
+  return health_value(d, "max_sm_clock_mhz", mhz);
+}
+int nvmlDeviceGetCurrPcieLinkGeneration(void* d, unsigned* gen) {
+  return health_value(d, "pcie", gen, 0);
+}
+int nvmlDeviceGetCurrPcieLinkWidth(void* d, unsigned* width) {
+  return health_value(d, "pcie", width, 1);
+}
+int nvmlDeviceGetPcieReplayCounter(void* d, unsigned* count) {
+  return health_value(d, "pcie_replays", count);
+}
+int nvmlDeviceGetNvLinkErrorCounter(void* d, unsigned link, int counter,
+                                    unsigned long long* value) {
+  if (link >= 18) return kInvalidArgument;
+  return health_value(d, "nvlink_errors", value, counter & 3);
+}
+
+}  // extern "C"
