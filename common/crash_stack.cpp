@@ -135,10 +135,26 @@ bool resume_after_bad_call(void* signal_context, unw_cursor_t& cursor, unw_conte
 
 }  // namespace
 
+int interrupted_frames(void* signal_context, CrashFrame* frames, int max_frames) {
+  if (!signal_context || max_frames < 1) return 0;
+  const auto* interrupted = static_cast<const ucontext_t*>(signal_context);
+  int count = 0;
+  frames[count] = CrashFrame{};
+  frames[count++].ip = uintptr_t(interrupted->uc_mcontext.gregs[REG_RIP]);
+  const greg_t sp = interrupted->uc_mcontext.gregs[REG_RSP];
+  if (count < max_frames && !in_code(frames[0].ip) && sp != 0 && (sp & 7) == 0) {
+    frames[count] = CrashFrame{};
+    frames[count++].ip = uintptr_t(*reinterpret_cast<const greg_t*>(sp));
+  }
+  name_modules(frames, count);
+  return count;
+}
+
 int walk_crash_stack(void* signal_context, CrashFrame* frames, int max_frames) {
   unw_context_t context;
   unw_cursor_t cursor;
-  if (::getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) return 0;
+  if (::getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0)
+    return interrupted_frames(signal_context, frames, max_frames);
   static unw_context_t resumed;  // one crash report per process: never two at once
   const uintptr_t interrupted_ip =
       signal_context
@@ -157,6 +173,7 @@ int walk_crash_stack(void* signal_context, CrashFrame* frames, int max_frames) {
     }
     if (unw_step(&cursor) <= 0) break;
   }
+  if (count == 0) return interrupted_frames(signal_context, frames, max_frames);
   name_modules(frames, count);
   return count;
 }

@@ -22,7 +22,14 @@ constexpr int kMaxCrashFrames = 48;
 // through a null (or unmapped) function pointer leaves a frame at a non-code address that no
 // unwind table covers; the walk then resumes from the return address that call pushed, taken from
 // the interrupted context (`signal_context`, the handler's ucontext_t*). Returns the frame count.
+// When libunwind cannot start or step at all (seen once: a SIGSEGV at 0x0 whose report had no
+// frame), the frames come from the interrupted context itself (interrupted_frames).
 int walk_crash_stack(void* signal_context, CrashFrame* frames, int max_frames);
+
+// Where the interrupted context was, without an unwinder: its instruction, and when that holds no
+// code (a call through a null pointer) the return address the call pushed, at its stack pointer.
+// No symbols; the modules and offsets are filled in. Async-signal-safe.
+int interrupted_frames(void* signal_context, CrashFrame* frames, int max_frames);
 
 // Reads /proc/self/maps once, outside any signal, so the first crash does not pay for it alone;
 // walk_crash_stack reads it again (the maps change as libraries load).

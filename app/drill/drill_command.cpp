@@ -245,7 +245,7 @@ class FaultedRuns {
     if (!classified) {
       result_.problems.push_back(
           launched.name + " failed (exit " + std::to_string(launched.exit_code) +
-          ") without an injected fault: " + last_lines(launched.output_log(), 1));
+          ") without an injected fault: " + telling_lines(launched.output_log()));
       return false;
     }
     if (classified->problem) result_.problems.push_back(std::move(*classified->problem));

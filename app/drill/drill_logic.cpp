@@ -116,6 +116,27 @@ std::string last_lines(const std::string& path, size_t lines) {
   return tail;
 }
 
+std::string telling_lines(const std::string& path, size_t most) {
+  static const char* const causes[] = {"trainproof: rank ", "trainproof: runtime error",
+                                       "trainproof: error", "srun: error: ",
+                                       "Signal: ",          "mpirun noticed",
+                                       "MPI_ABORT"};
+  std::ifstream in(path);
+  std::string told, last;
+  size_t found = 0;
+  for (std::string line; std::getline(in, line);) {
+    last = line;
+    if (found == most) continue;
+    for (const char* cause : causes)
+      if (line.find(cause) != std::string::npos) {
+        told += line + "\n";
+        ++found;
+        break;
+      }
+  }
+  return found ? told : last.empty() ? "" : last + "\n";
+}
+
 std::string shell_quote(const std::string& word) {
   std::string quoted = "'";
   for (char letter : word) quoted += letter == '\'' ? std::string("'\\''") : std::string(1, letter);

@@ -37,6 +37,11 @@ nlohmann::json read_json_file(const std::string& path);
 
 // The last `lines` lines of a text file, each ending in a newline; empty when it cannot be read.
 std::string last_lines(const std::string& path, size_t lines);
+// What a failed launch's output says of why, for a drill problem: up to `most` lines that name a
+// cause (a rank's crash line or runtime error, srun's "task N: Segmentation fault", Open MPI's
+// "Signal:" line), in their order, else the last line. Without it a launcher's closing words
+// ("srun: Force Terminated StepId=1.2") hid the rank that failed first.
+std::string telling_lines(const std::string& path, size_t most = 3);
 
 // Quotes a word for /bin/sh.
 std::string shell_quote(const std::string& word);

@@ -42,6 +42,16 @@ def wait_for(condition, seconds):
     return False
 
 
+def crash_records(folder):
+    """Every crash-rank*.json in `folder`, as text."""
+    found = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if name.startswith("crash-rank"):
+            with open(os.path.join(folder, name), errors="replace") as f:
+                found.append(f"\n--- {name}\n{f.read()[-4000:]}")
+    return "".join(found)
+
+
 class VirtualCluster(ClusterCase):
     NODES = 2
 
@@ -127,7 +137,8 @@ class VirtualCluster(ClusterCase):
                 else:
                     ended = self.signal_rank_of_running_job(
                         [*args, "--train.steps=1000000"], beats, 2, getattr(signal, case))
-                self.assertEqual(line.findall(ended.stderr), [expected], ended.stderr[-3000:])
+                self.assertEqual(line.findall(ended.stderr), [expected],
+                                 ended.stderr[-3000:] + crash_records(beats))
                 # srun exits with its tasks' largest status: the signal's, or 143 when -K's
                 # SIGTERM to the other tasks came first; its own line names the signal.
                 number = getattr(signal, expected)
@@ -155,7 +166,10 @@ class VirtualCluster(ClusterCase):
                 return job.poll() is not None
         try:
             self.assertTrue(wait_for(started, 120), f"no {pid_file}")
-            self.assertIsNone(job.poll(), job.communicate()[1][-2000:] if job.poll() else "")
+            # A job that ended before the signal was sent: its output and every crash record its
+            # ranks left say why (the cluster's folder goes with the cluster).
+            self.assertIsNone(job.poll(), (job.communicate()[1][-2000:] + crash_records(beats))
+                              if job.poll() is not None else "")
             with open(pid_file) as f:
                 os.kill(int(f.read().split()[1]), number)  # the nodes share the host's pids
             out, err = job.communicate(timeout=120)

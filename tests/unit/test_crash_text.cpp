@@ -11,6 +11,7 @@
 
 #include "app/report/crash_text.h"
 #include "common/crash_report.h"
+#include "common/crash_stack.h"
 #include "common/errors.h"
 #include "common/signal_safe_text.h"
 
@@ -58,6 +59,28 @@ TEST(SignalSafeText, ACutJsonStringIsNeverHalfAnEscape) {
     for (size_t i = written.size(); i > 0 && written[i - 1] == '\\'; --i) ++backslashes;
     EXPECT_EQ(backslashes % 2, 0u) << "capacity " << capacity << ": " << written;
   }
+}
+
+// The frames of a crash no unwinder can walk: a call through a null pointer, as its context holds
+// it (the instruction at 0, the return address at the stack pointer), named by module and offset.
+TEST(CrashStack, WithoutAnUnwinderTheInterruptedContextStillNamesWhereItWas) {
+  ucontext_t context{};
+  greg_t stack[4] = {};
+  stack[0] = greg_t(reinterpret_cast<uintptr_t>(&tp::prepare_crash_stack) + 4);
+  context.uc_mcontext.gregs[REG_RIP] = 0;
+  context.uc_mcontext.gregs[REG_RSP] = greg_t(reinterpret_cast<uintptr_t>(stack));
+  tp::CrashFrame frames[4];
+  ASSERT_EQ(tp::interrupted_frames(&context, frames, 4), 2);
+  EXPECT_EQ(frames[0].ip, 0u);
+  EXPECT_STREQ(frames[0].module, "");
+  EXPECT_EQ(frames[1].ip, uintptr_t(stack[0]));
+  EXPECT_NE(std::string(frames[1].module).find("unit_tests"), std::string::npos)
+      << frames[1].module;
+  EXPECT_GT(frames[1].module_offset, 0u);
+  // An instruction in code needs no return address: one frame.
+  context.uc_mcontext.gregs[REG_RIP] = greg_t(stack[0]);
+  EXPECT_EQ(tp::interrupted_frames(&context, frames, 4), 1);
+  EXPECT_EQ(tp::interrupted_frames(nullptr, frames, 4), 0);
 }
 
 TEST(CrashReport, SignalsByNameNeverByNumber) {

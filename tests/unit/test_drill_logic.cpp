@@ -85,6 +85,23 @@ TEST_F(Folder, LastLinesOfALog) {
   EXPECT_EQ(tp::last_lines((dir / "absent.log").string(), 5), "");
 }
 
+TEST_F(Folder, TellingLinesNameTheRankThatFailedFirstNotTheLaunchersLastWords) {
+  std::ofstream(dir / "output.log")
+      << "step 8 of 12\n"
+      << "trainproof: rank 2 on vc-n3 (train): SIGSEGV at 0x0 (address not mapped)\n"
+      << "  #0 tp::on_fatal_signal\n"
+      << "srun: error: vc-n3: task 2: Segmentation fault\n"
+      << "srun: Force Terminated StepId=1.2\n";
+  EXPECT_EQ(tp::telling_lines((dir / "output.log").string()),
+            "trainproof: rank 2 on vc-n3 (train): SIGSEGV at 0x0 (address not mapped)\n"
+            "srun: error: vc-n3: task 2: Segmentation fault\n");
+  EXPECT_EQ(tp::telling_lines((dir / "output.log").string(), 1),
+            "trainproof: rank 2 on vc-n3 (train): SIGSEGV at 0x0 (address not mapped)\n");
+  std::ofstream(dir / "quiet.log") << "step 8 of 12\nsrun: Force Terminated StepId=1.2\n";
+  EXPECT_EQ(tp::telling_lines((dir / "quiet.log").string()), "srun: Force Terminated StepId=1.2\n");
+  EXPECT_EQ(tp::telling_lines((dir / "absent.log").string()), "");
+}
+
 TEST(DrillLogic, ForwardsOnlyOptionsThatDifferFromTheirDefaults) {
   const char* argv[] = {"trainproof",
                         "drill",
