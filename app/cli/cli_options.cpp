@@ -41,10 +41,12 @@ po::options_description general_options() {
        "'-'; default: the start time, host and process id. report merge --run_id ID refuses a "
        "report of any other run (scripts/acceptance.sh gives accept and the drill one id)")
       ("junit", po::value<std::string>()->default_value("")->value_name("FILE"),
-       "train, sweep, accept, drill, report merge: also write the checks to FILE as JUnit XML "
+       "train, sweep, accept, drill, node-check, report merge: also write the checks to FILE as "
+       "JUnit XML "
        "(a test suite per stage, a test case per check; FAIL a failure, n/a skipped)")
       ("metrics", po::value<std::string>()->default_value("")->value_name("FILE"),
-       "train, sweep, accept, drill, report merge: also write the verdict, the checks and the "
+       "train, sweep, accept, drill, node-check, report merge: also write the verdict, the "
+       "checks and the "
        "main figures to FILE in Prometheus' text format, for node_exporter's textfile collector")
       ("trace", po::value<std::string>()->default_value("")->value_name("FILE"),
        "train, sweep, accept, drill: the HDF5 trace of every rank's samples (each step's "
@@ -52,7 +54,8 @@ po::options_description general_options() {
        "docs/report.md, \"The trace\"); default: the report's path with .trace.h5 for .json; "
        "none writes no trace")
       ("strict", po::value<bool>()->default_value(false)->implicit_value(true),
-       "train, sweep, accept, drill, report merge: a WARN verdict exits 1 (the verdict stays "
+       "train, sweep, accept, drill, node-check, report merge: a WARN verdict exits 1 (the "
+       "verdict stays "
        "WARN; the report records context.strict)")
       ("log.level", po::value<std::string>()->default_value("info"),
        "trace, debug, info, warn, error, critical or off")

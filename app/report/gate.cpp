@@ -40,6 +40,7 @@ std::string report_kind(const json& report) {
   if (report.contains("accept")) return "accept";
   if (report.contains("drill")) return "drill";
   if (report.contains("train")) return "train";
+  if (report.contains("node_check")) return "node-check";
   return report.contains("sweep") ? "sweep" : "report";
 }
 

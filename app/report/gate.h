@@ -30,8 +30,8 @@ nlohmann::json topology_check(const std::map<std::string, std::vector<std::strin
 nlohmann::json node_finding(const std::string& check, const std::string& reason,
                             const std::string& status = "", const std::string& summary = "");
 
-// What a report is: "accept", "drill", "train", "sweep", or "report" for one that says none of
-// them.
+// What a report is: "accept", "drill", "train", "node-check", "sweep", or "report" for one that
+// says none of them.
 std::string report_kind(const nlohmann::json& report);
 
 // The stage a check belongs to: its own `stage`, else the stage that measures its threshold

@@ -347,7 +347,11 @@ std::string job_lines(const json& report) {
 
 // An acceptance run whose stages trained nothing and swept nothing: its stages and checks.
 std::string render_checks_only(const json& report) {
-  std::string out = "trainproof acceptance run\n" + stage_lines(report);
+  // A node-check's report (app/node_check_report.h) has no stages; it names its node.
+  const bool node_check = report.contains("node_check");
+  std::string out = node_check ? "trainproof node-check of " +
+                                     report.at("nodes").at(0).value("host", std::string("?")) + "\n"
+                               : "trainproof acceptance run\n" + stage_lines(report);
   out += job_lines(report);
   out += warning_lines(report.at("context").value("warnings", json::array()));
   out += check_lines(report.at("gate").at("checks"));

@@ -2,7 +2,8 @@
 the summary (summary.json, summary.md) written.
 
     results.py stage FILE NAME STATUS SECONDS REASON [FIGURE...]
-    results.py get FILE DOTTED.KEY
+    results.py get FILE DOTTED.KEY              a list's item by its index: gpus.0.name
+    results.py count FILE DOTTED.KEY            the items of a list there (0 when none)
     results.py report-figures TRAINPROOF_REPORT
     results.py gtest GTEST_JSON
     results.py gpu-uuids TRAINPROOF_REPORT       ranks, then distinct GPU UUIDs the ranks drove
@@ -31,9 +32,12 @@ def figure(arg):
 
 def dig(data, path):
     for key in path.split("."):
-        if not isinstance(data, dict) or key not in data:
+        if isinstance(data, list) and key.isdigit() and int(key) < len(data):
+            data = data[int(key)]
+        elif isinstance(data, dict) and key in data:
+            data = data[key]
+        else:
             return None
-        data = data[key]
     return data
 
 
@@ -57,6 +61,11 @@ def cmd_stage(path, name, status, seconds, reason, *figures):
 def cmd_get(path, key):
     value = dig(load(path), key)
     print("" if value is None else value)
+
+
+def cmd_count(path, key):
+    value = dig(load(path), key)
+    print(len(value) if isinstance(value, list) else 0)
 
 
 # One "key=text" or "key:=number" line per figure, as the shell's FIGURES takes them.

@@ -10,7 +10,7 @@
 
 # shellcheck disable=SC2034 # the table is read by scripts/device-check.sh
 STAGES=(environment cpu_smoke gpu_unit_tests gemm_vs_torch train_nccl_1rank train_nccl_all_gpus
-        collective_sweep train_cuda_mpi_2rank watchdog_gpu checkpoint_resume data_path)
+        collective_sweep train_cuda_mpi_2rank watchdog_gpu checkpoint_resume data_path node_health)
 # --- Later capabilities add their stages here (function, time limit, entry in STAGES).
 # shellcheck disable=SC2034
 declare -A STAGE_LIMIT_S=(
@@ -25,6 +25,7 @@ declare -A STAGE_LIMIT_S=(
   [train_cuda_mpi_2rank]=150
   [checkpoint_resume]=150
   [data_path]=120
+  [node_health]=60
 )
 # shellcheck disable=SC2034
 declare -A STAGE_TITLE=(
@@ -39,6 +40,7 @@ declare -A STAGE_TITLE=(
   [train_cuda_mpi_2rank]="smoke.ini, compute cuda, comm mpi, 2 ranks, twice; digests agree"
   [data_path]="a prepared dataset read by the loader into the GPU compute (nccl 1 rank, mpi 2 ranks), verified; digests agree and differ from synthetic"
   [checkpoint_resume]="GPU state checkpointed, stopped and resumed (nccl file-per-rank sync; mpi 2 ranks shared-file async); digests match the uninterrupted run"
+  [node_health]="trainproof node-check --level=quick against an inventory of this machine's GPUs (NVML): Healthy, and each GPU's health figures at rest"
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -569,4 +571,45 @@ stage_data_path() {
   fi
   rm -rf "$dataset"
   verdict "$status" "$reason"
+}
+
+# ---------------------------------------------------------------------------------------------
+# node_health: node-check through the real NVML (docs/node-check.md). --level=full (the burn,
+# bandwidths, P2P) is not built yet, so the stage runs the quick level and records what NVML
+# says of every GPU; without a GPU it checks this host against the dev-VM host file.
+
+stage_node_health() {
+  local rc hosts=$WORK/node-health.ini report=$WORK/node-health.json last
+  if [ "$GPU_VISIBLE" = yes ]; then
+    printf '[inventory]\ngpus = %s\ngpu_name = H200\nmin_gpu_memory_gb = 100\necc = on\nmig = off\n' \
+      "$GPU_COUNT" >"$hosts"
+  else
+    cp "$BUNDLE/scenarios/hosts/dev-vm-2core.ini" "$hosts"
+  fi
+  cat "$hosts"
+  tmo 30 env LD_LIBRARY_PATH="$RUN_LD" "$BUNDLE/bin/trainproof" node-check --gate.file="$hosts" \
+    --report "$report" >"$WORK/node-health.log" 2>&1
+  rc=$?
+  cat "$WORK/node-health.log"
+  last=$(tail -n 1 "$WORK/node-health.log")
+  fign exit "$rc"
+  fig last_line "$last"
+  fig driver "$(results get "$report" node_check.driver.driver_version)"
+  fig cuda_driver "$(results get "$report" node_check.driver.cuda_driver_version)"
+  fign gpus_by_driver "$(results count "$report" node_check.driver.gpus)"
+  fign temperature_c "$(results get "$report" node_check.driver.gpus.0.health.temperature_c)"
+  fign power_w "$(results get "$report" node_check.driver.gpus.0.health.power_w)"
+  fign sm_clock_mhz "$(results get "$report" node_check.driver.gpus.0.health.sm_clock_mhz)"
+  fig gpu_health "$(results get "$report" gate.checks.1.status)"
+  if [ "$GPU_VISIBLE" != yes ]; then
+    if [ "$rc" = 0 ]; then
+      verdict skip "no GPU visible; this host against dev-vm-2core.ini: $last"
+    else
+      verdict fail "node-check exited $rc on this host: $last"
+    fi
+  elif [ "$rc" = 0 ]; then
+    verdict pass "$last"
+  else
+    verdict fail "node-check exited $rc: $last"
+  fi
 }

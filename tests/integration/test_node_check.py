@@ -225,6 +225,8 @@ class NodeCheck(unittest.TestCase):
                                       os.path.join(tmp, "node.xml"))
             drain = subprocess.run([BIN, "report", "nodes", os.path.join(tmp, "node.json"),
                                     "--format=drain"], capture_output=True, text=True)
+            again = subprocess.run([BIN, "report", os.path.join(tmp, "node.json")],
+                                   capture_output=True, text=True)
             junit = ET.parse(os.path.join(tmp, "node.xml")).getroot()
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         host = report["nodes"][0]["host"]
@@ -233,6 +235,10 @@ class NodeCheck(unittest.TestCase):
                                         "expected 8 (none on the PCI bus"), last)
         self.assertIn(f"FAIL inventory: {host}: 0 GPUs, expected 8", proc.stdout)
         self.assertEqual(report["verdict"], "FAIL")
+        # `report FILE` reprints it as a node-check's, with its exit code.
+        self.assertEqual(again.returncode, 1, again.stderr)
+        self.assertTrue(again.stdout.startswith(f"trainproof node-check of {host}\n"), again.stdout)
+        self.assertIn("FAIL  inventory", again.stdout)
         self.assertIn(f"scontrol update NodeName={host} State=DRAIN Reason='trainproof: "
                       "inventory FAIL: gpus: 0, expected 8", drain.stdout)
         failures = [f.get("message", "") + (f.text or "") for f in junit.iter("failure")]
