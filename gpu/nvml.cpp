@@ -75,8 +75,9 @@ std::string sysfs_pci_address(const std::string& nvml_bus_id) {
   const size_t colon = text.find(':');
   if (colon == std::string::npos || colon == 0) return text;
   // NVML pads the domain to 8 hex digits; sysfs prints it with 4 at least (10000 for a VMD one).
+  const std::string domain_text = text.substr(0, colon);  // `end` points into it
   char* end = nullptr;
-  const unsigned long domain = std::strtoul(text.substr(0, colon).c_str(), &end, 16);
+  const unsigned long domain = std::strtoul(domain_text.c_str(), &end, 16);
   if (*end != '\0') return text;
   char padded[16];
   std::snprintf(padded, sizeof padded, "%04lx", domain);
