@@ -11,39 +11,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The first line of a sysfs attribute, trimmed; "" when it cannot be read.
-std::string attribute(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  if (!in || !std::getline(in, line)) return "";
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r'))
-    line.pop_back();
-  return line;
-}
-
-long long number(const fs::path& file) {
-  const std::string text = attribute(file);
-  try {
-    size_t used = 0;
-    const long long value = std::stoll(text, &used, 0);
-    return used == text.size() ? value : -1;
-  } catch (const std::exception&) {
-    return -1;
-  }
-}
-
-// The entries of a folder, sorted by name; none when it cannot be listed.
-std::vector<fs::path> entries(const fs::path& folder) {
-  std::vector<fs::path> found;
-  std::error_code ec;
-  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
-    found.push_back(it->path());
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
 std::string pci_kind(const fs::path& device) {
-  const long long pci_class = number(device / "class");
+  const long long pci_class = sysfs_number(device / "class");
   if (pci_class < 0) return "";
   switch (pci_class >> 16) {
     case 0x02:
@@ -64,21 +33,52 @@ double transfer_rate(const std::string& text) {
 
 }  // namespace
 
+// The first line of a sysfs attribute, trimmed; "" when it cannot be read.
+std::string sysfs_attribute(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r'))
+    line.pop_back();
+  return line;
+}
+
+long long sysfs_number(const fs::path& file) {
+  const std::string text = sysfs_attribute(file);
+  try {
+    size_t used = 0;
+    const long long value = std::stoll(text, &used, 0);
+    return used == text.size() ? value : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// The entries of a folder, sorted by name; none when it cannot be listed.
+std::vector<fs::path> sysfs_entries(const fs::path& folder) {
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+    found.push_back(it->path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 std::vector<NicFacts> read_nics(const std::string& sysfs_root) {
   std::vector<NicFacts> nics;
-  for (const fs::path& dir : entries(fs::path(sysfs_root) / "class" / "net")) {
+  for (const fs::path& dir : sysfs_entries(fs::path(sysfs_root) / "class" / "net")) {
     NicFacts nic;
     nic.name = dir.filename().string();
     if (nic.name == "lo") continue;
-    nic.state = attribute(dir / "operstate");
-    nic.mtu = number(dir / "mtu");
-    nic.speed_mbps = number(dir / "speed");
+    nic.state = sysfs_attribute(dir / "operstate");
+    nic.mtu = sysfs_number(dir / "mtu");
+    nic.speed_mbps = sysfs_number(dir / "speed");
     if (nic.speed_mbps <= 0) nic.speed_mbps = -1;  // -1 or 0: down, or a virtual interface
     std::error_code ec;
     const fs::path device = fs::canonical(dir / "device", ec);
     if (!ec) {
       nic.pci_address = device.filename().string();
-      nic.numa_node = number(device / "numa_node");
+      nic.numa_node = sysfs_number(device / "numa_node");
     }
     nics.push_back(nic);
   }
@@ -87,21 +87,22 @@ std::vector<NicFacts> read_nics(const std::string& sysfs_root) {
 
 std::vector<IbPortFacts> read_ib_ports(const std::string& sysfs_root) {
   std::vector<IbPortFacts> ports;
-  for (const fs::path& device : entries(fs::path(sysfs_root) / "class" / "infiniband"))
-    for (const fs::path& port : entries(device / "ports"))
+  for (const fs::path& device : sysfs_entries(fs::path(sysfs_root) / "class" / "infiniband"))
+    for (const fs::path& port : sysfs_entries(device / "ports"))
       ports.push_back({device.filename().string(), port.filename().string(),
-                       attribute(port / "rate"), attribute(port / "state")});
+                       sysfs_attribute(port / "rate"), sysfs_attribute(port / "state")});
   return ports;
 }
 
 std::vector<IbErrorCounters> read_ib_error_counters(const std::string& sysfs_root) {
   std::vector<IbErrorCounters> ports;
-  for (const fs::path& device : entries(fs::path(sysfs_root) / "class" / "infiniband"))
-    for (const fs::path& port : entries(device / "ports")) {
+  for (const fs::path& device : sysfs_entries(fs::path(sysfs_root) / "class" / "infiniband"))
+    for (const fs::path& port : sysfs_entries(device / "ports")) {
       const fs::path counters = port / "counters";
       ports.push_back({device.filename().string(), port.filename().string(),
-                       number(counters / "symbol_error"), number(counters / "link_downed"),
-                       number(counters / "port_rcv_errors")});
+                       sysfs_number(counters / "symbol_error"),
+                       sysfs_number(counters / "link_downed"),
+                       sysfs_number(counters / "port_rcv_errors")});
     }
   return ports;
 }
@@ -128,16 +129,16 @@ std::vector<std::string> grown_error_counters(const std::vector<IbErrorCounters>
 
 std::vector<PcieLinkFacts> read_pcie_links(const std::string& sysfs_root) {
   std::vector<PcieLinkFacts> links;
-  for (const fs::path& device : entries(fs::path(sysfs_root) / "bus" / "pci" / "devices")) {
+  for (const fs::path& device : sysfs_entries(fs::path(sysfs_root) / "bus" / "pci" / "devices")) {
     const std::string kind = pci_kind(device);
     if (kind.empty()) continue;
     PcieLinkFacts link;
     link.address = device.filename().string();
     link.kind = kind;
-    link.current_speed = attribute(device / "current_link_speed");
-    link.max_speed = attribute(device / "max_link_speed");
-    link.current_width = number(device / "current_link_width");
-    link.max_width = number(device / "max_link_width");
+    link.current_speed = sysfs_attribute(device / "current_link_speed");
+    link.max_speed = sysfs_attribute(device / "max_link_speed");
+    link.current_width = sysfs_number(device / "current_link_width");
+    link.max_width = sysfs_number(device / "max_link_width");
     links.push_back(link);
   }
   return links;

@@ -4,10 +4,18 @@
 // state; the PCIe links of NICs and GPUs, trained against what they can do. Every reader takes the
 // root of the tree (normally "/sys"), so tests feed it fixture trees. A file that is missing or
 // unreadable leaves its field unknown (-1 or ""), never an error: sysfs differs by driver.
+#include <filesystem>
 #include <string>
 #include <vector>
 
 namespace tp {
+
+// The first line of a sysfs attribute, trimmed; "" when it cannot be read.
+std::string sysfs_attribute(const std::filesystem::path& file);
+// An attribute as a number (decimal or 0x hex); -1 when missing or not a whole number.
+long long sysfs_number(const std::filesystem::path& file);
+// The entries of a folder, sorted by name; none when it cannot be listed.
+std::vector<std::filesystem::path> sysfs_entries(const std::filesystem::path& folder);
 
 struct NicFacts {
   std::string name;           // eth0, ib0

@@ -17,27 +17,12 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string attribute(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  if (!in || !std::getline(in, line)) return "";
-  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
-  return line;
+  return sysfs_attribute(file);
 }
 
 long long number(const fs::path& file, long long unknown = -1) {
-  const std::string text = attribute(file);
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 0);
-  return text.empty() || *end != '\0' ? unknown : value;
-}
-
-std::vector<fs::path> entries(const fs::path& folder) {
-  std::vector<fs::path> found;
-  std::error_code ec;
-  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
-    found.push_back(it->path());
-  std::sort(found.begin(), found.end());
-  return found;
+  const long long value = sysfs_number(file);
+  return value < 0 ? unknown : value;
 }
 
 // "4: ACTIVE" -> "ACTIVE"; "5: LinkUp" -> "LinkUp".
@@ -107,7 +92,7 @@ int pcie_generation(const std::string& speed) {
 
 std::vector<PciGpu> read_pci_gpus(const std::string& sysfs_root) {
   std::vector<PciGpu> gpus;
-  for (const fs::path& device : entries(fs::path(sysfs_root) / "bus" / "pci" / "devices")) {
+  for (const fs::path& device : sysfs_entries(fs::path(sysfs_root) / "bus" / "pci" / "devices")) {
     const long long pci_class = number(device / "class");
     const bool gpu_class = (pci_class >> 8) == 0x0300 || (pci_class >> 8) == 0x0302;
     if (number(device / "vendor") != 0x10de || !gpu_class) continue;
@@ -124,10 +109,10 @@ std::vector<PciGpu> read_pci_gpus(const std::string& sysfs_root) {
 
 std::vector<RdmaPort> read_rdma_ports(const std::string& sysfs_root) {
   std::vector<RdmaPort> ports;
-  for (const fs::path& device : entries(fs::path(sysfs_root) / "class" / "infiniband")) {
+  for (const fs::path& device : sysfs_entries(fs::path(sysfs_root) / "class" / "infiniband")) {
     std::error_code ec;
     const fs::path pci = fs::canonical(device / "device", ec);
-    for (const fs::path& dir : entries(device / "ports")) {
+    for (const fs::path& dir : sysfs_entries(device / "ports")) {
       RdmaPort port;
       port.device = device.filename().string();
       port.port = dir.filename().string();
