@@ -71,7 +71,7 @@ int numa_of_cpu(const std::string& sysfs_root, int cpu) {
 
 TransportSettings transport_settings_from_environment() {
   return {env("NCCL_IB_HCA"), env("UCX_NET_DEVICES"), env("OMPI_MCA_btl_tcp_if_include"),
-          env("OMPI_MCA_btl_openib_if_include")};
+          env("OMPI_MCA_btl_openib_if_include"), env("FI_TCP_IFACE")};
 }
 
 std::vector<std::string> nics_named_by(const std::string& setting) {
@@ -93,7 +93,8 @@ RankNic rank_nic(const std::string& sysfs_root, int local_rank, int numa_node, b
       {"NCCL_IB_HCA", nccl ? &settings.nccl_ib_hca : nullptr},
       {"UCX_NET_DEVICES", nccl ? nullptr : &settings.ucx_net_devices},
       {"OMPI_MCA_btl_openib_if_include", nccl ? nullptr : &settings.ompi_openib_if_include},
-      {"OMPI_MCA_btl_tcp_if_include", nccl ? nullptr : &settings.ompi_tcp_if_include}};
+      {"OMPI_MCA_btl_tcp_if_include", nccl ? nullptr : &settings.ompi_tcp_if_include},
+      {"FI_TCP_IFACE", nccl ? nullptr : &settings.fi_tcp_iface}};
   for (const auto& [variable, value] : named_by) {
     if (!value) continue;
     std::vector<Candidate> listed;

@@ -15,6 +15,7 @@ namespace tp {
 // The settings that name NICs, as the environment holds them ("" when unset).
 struct TransportSettings {
   std::string nccl_ib_hca, ucx_net_devices, ompi_tcp_if_include, ompi_openib_if_include;
+  std::string fi_tcp_iface;  // libfabric's tcp provider, under Open MPI's ofi MTL
 };
 TransportSettings transport_settings_from_environment();
 

@@ -89,12 +89,30 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
+TaskProlog=$VC_STATE/task-prolog.sh
 EOF
+  write_task_prolog
   for i in $(seq 1 "$nodes"); do
     echo "NodeName=vc-n$i NodeAddr=$NET.$((10 + i)) CPUs=2 RealMemory=1000 State=UNKNOWN"
   done >>"$VC_STATE/slurm.conf"
   echo "PartitionName=vc Nodes=$(node_names "$nodes") Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4" \
     >>"$VC_STATE/slurm.conf"
+}
+
+# Every task's MPI goes over libfabric's tcp provider, not Open MPI 4.1's TCP BTL: that BTL's
+# endpoint close can call an empty callback while connections are set up in MPI_Init, and the
+# rank dies of SIGSEGV (docs/crash-report.md). Slurm applies the prolog's "export" lines to each
+# task, so srun, sbatch and the templates all get the same transport.
+write_task_prolog() {
+  cat >"$VC_STATE/task-prolog.sh" <<'EOF'
+#!/bin/sh
+echo export OMPI_MCA_pml=cm
+echo export OMPI_MCA_mtl=ofi
+echo export OMPI_MCA_mtl_ofi_provider_exclude=shm
+echo export OMPI_MCA_btl=self
+echo "export FI_PROVIDER=tcp;ofi_rxm"
+EOF
+  chmod 755 "$VC_STATE/task-prolog.sh"
 }
 
 start_munge() {

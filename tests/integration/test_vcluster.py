@@ -68,6 +68,11 @@ class VirtualCluster(ClusterCase):
         self.assertEqual(hosts, ["vc-n1", "vc-n1", "vc-n2", "vc-n2"])
         self.assertEqual([n["host"] for n in multi.report["nodes"]], ["vc-n1", "vc-n2"])
         self.assertEqual([r["local_rank"] for r in multi.report["ranks"]], [0, 1, 0, 1])
+        # The cluster's task prolog keeps MPI off Open MPI 4.1's TCP BTL (docs/crash-report.md),
+        # and the report's recorded stack says which transport the run had.
+        environment = multi.report["context"]["environment"]
+        self.assertEqual((environment.get("OMPI_MCA_pml"), environment.get("FI_PROVIDER")),
+                         ("cm", "tcp;ofi_rxm"), environment)
         # The state is a function of the scenario alone: one rank on one node ends on it too.
         single = self.train("single", launcher=["srun", "-N1", "-n1", "--mpi=pmix"])
         self.assertEqual(single.returncode, 0, single)

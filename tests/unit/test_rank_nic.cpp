@@ -57,6 +57,14 @@ TEST_F(RankNic, TheTransportsSettingsComeFirst) {
   EXPECT_EQ(tp::rank_nic(root(), 0, 1, false, settings).source, "UCX_NET_DEVICES");
 }
 
+TEST_F(RankNic, LibfabricsTcpInterfaceNamesMpisNic) {
+  tp::TransportSettings settings;
+  settings.fi_tcp_iface = "mlx5_3";
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, false, settings).name, "mlx5_3");
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, false, settings).source, "FI_TCP_IFACE");
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, true, settings).source, "NUMA node 1") << "not NCCL's";
+}
+
 TEST(NicsNamedBy, ListsWithoutPortsExclusionsOrRanges) {
   EXPECT_EQ(tp::nics_named_by("mlx5_0:1,mlx5_1:1"), (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
   EXPECT_EQ(tp::nics_named_by("=mlx5_4"), (std::vector<std::string>{"mlx5_4"}));
