@@ -124,14 +124,14 @@ json inventory_check(const std::vector<InventoryItem>& items, const std::string&
 
 }  // namespace
 
-json gpu_health_check(const std::vector<GpuHealthFinding>& findings, const DriverView& driver) {
+json gpu_health_check(const std::vector<HealthFinding>& findings, const DriverView& driver) {
   if (!driver.loaded)
     return gate_check("gpu_health", nullptr, nullptr, "n/a",
                       "the driver could not be asked: " + driver.unavailable);
   if (driver.gpus.empty())
     return gate_check("gpu_health", nullptr, nullptr, "n/a", "the driver lists no GPU");
   std::string status = "pass", reasons;
-  for (const GpuHealthFinding& f : findings) {
+  for (const HealthFinding& f : findings) {
     if (f.status == "fail")
       status = "fail";
     else if (status == "pass")
@@ -159,7 +159,7 @@ json node_check_report(const NodeCheckRecord& r) {
     findings.back()["action"] = i.action;
     reasons.push_back(i.reason);
   }
-  for (const GpuHealthFinding& f : r.health) {
+  for (const HealthFinding& f : r.health) {
     findings.push_back(node_finding("gpu_health", f.reason, f.status));
     findings.back()["action"] = f.action;
     reasons.push_back(f.reason);

@@ -18,14 +18,14 @@ struct NodeCheckRecord {
   std::vector<MountFacts> mounts;
   DriverView driver;
   std::vector<InventoryItem> inventory;
-  std::vector<GpuHealthFinding> health;
+  std::vector<HealthFinding> health;
   std::vector<std::string> warnings;  // context.warnings: what makes the record less than real
 };
 
 nlohmann::json node_check_report(const NodeCheckRecord& record);
 // The gpu_health check: n/a without a driver to ask or a GPU, else the worst finding's status
 // with every finding's reason.
-nlohmann::json gpu_health_check(const std::vector<GpuHealthFinding>& findings,
+nlohmann::json gpu_health_check(const std::vector<HealthFinding>& findings,
                                 const DriverView& driver);
 // One line per FAIL or WARN finding, then "HOST | Healthy" or "HOST | ERROR: trainproof: CHECK:
 // REASON" with the worst finding, as NHC ends (its last line is what Slurm's health check and an

@@ -19,7 +19,7 @@ std::string clock_reasons(long long bits) {
 
 struct Findings {
   const std::string& host;
-  std::vector<GpuHealthFinding> out;
+  std::vector<HealthFinding> out;
   void add(const char* status, const DriverGpu& g, const std::string& what, const char* action) {
     out.push_back({status, host + ": " + gpu_label(g) + ": " + what, action});
   }
@@ -75,7 +75,7 @@ void judge_clocks(Findings& f, const DriverGpu& g) {
 
 }  // namespace
 
-std::vector<GpuHealthFinding> judge_gpu_health(const std::string& host, const DriverView& driver) {
+std::vector<HealthFinding> judge_gpu_health(const std::string& host, const DriverView& driver) {
   Findings f{host, {}};
   for (const DriverGpu& g : driver.gpus) {
     judge_memory(f, g);

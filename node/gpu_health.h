@@ -12,7 +12,7 @@
 
 namespace tp {
 
-struct GpuHealthFinding {
+struct HealthFinding {
   std::string status;  // "fail" or "warn"
   std::string reason;  // "gpu-node-07: GPU 3 (GPU-..., 0000:48:00.0): a row remap is pending"
   std::string action;
@@ -25,6 +25,6 @@ inline constexpr long long kClocksSwPowerCap = 0x4, kClocksHwSlowdown = 0x8,
 // DCGM's limits (DcgmGPUHardwareLimits.h): pages retired, and uncorrectable row remaps.
 inline constexpr long long kMaxRetiredPages = 63, kMaxUncorrectableRemaps = 512;
 
-std::vector<GpuHealthFinding> judge_gpu_health(const std::string& host, const DriverView& driver);
+std::vector<HealthFinding> judge_gpu_health(const std::string& host, const DriverView& driver);
 
 }  // namespace tp

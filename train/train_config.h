@@ -26,6 +26,7 @@ struct TestHooks {
   int64_t host_memory_bytes = 0;      // > 0: the host's available memory, for the memory check
   std::string sysfs_root;             // the topology preflight of sysfs_root_rank's node reads it
   int sysfs_root_rank = -1;
+  std::string sysfs_root_after;  // accept's read after its last stage, there (default sysfs_root)
 };
 
 // The storage-backed dataset (data/), when data.dir is set; the synthetic in-memory source else.

@@ -58,6 +58,7 @@ struct AcceptRun {
   std::optional<std::chrono::steady_clock::time_point> budget_end;  // accept.time_budget_s
   std::string deadline_of;  // the stage whose own deadline is the one armed now, or ""
   RunTrace trace;           // this rank's samples of every stage (docs/report.md, "The trace")
+  std::optional<NodeRead> node_before;  // the preflight's read of this rank's node
 };
 
 // A stop as the report records it: a budget stop names the stage deadline that was armed.
@@ -94,32 +95,67 @@ const std::string& report_file(const AcceptInputs& in) {
   return in.inv.options["report"].as<std::string>();
 }
 
+// A report's nodes[] by host: adding a finding to a node is a lookup, not a scan of 4,096 nodes.
+class NodeList {
+ public:
+  explicit NodeList(json& nodes) : nodes_(nodes) {
+    if (!nodes_.is_array()) nodes_ = json::array();
+    for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i].value("host", "")] = i;
+  }
+  void add(const std::string& host, const json& finding) {
+    const auto [at, made] = index_.try_emplace(host, nodes_.size());
+    if (made)
+      nodes_.push_back({{"host", host},
+                        {"flagged", true},
+                        {"reasons", json::array()},
+                        {"findings", json::array()}});
+    json& node = nodes_[at->second];
+    node["flagged"] = true;
+    node["reasons"].push_back(finding["reason"]);
+    node["findings"].push_back(finding);
+  }
+
+ private:
+  json& nodes_;
+  std::map<std::string, size_t> index_;
+};
+
 StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun& run) {
   StageWatch watch(in.train, report_file(in), world, "preflight");
   PreflightStage p = preflight_stage(in.train, world, in.inv.inventory, in.inv.inventory_file);
   watch.end();
   run.job.mark("preflight");
   run.preflight_nodes = p.nodes;
+  run.node_before = std::move(p.read);
   // The preflight's findings are the first of each node's list (app/accept/accept_report.h): a
-  // node missing what its host type must have first, then its topology.
-  std::map<std::string, json> by_host;
-  const auto add = [&by_host](const std::string& host, const json& finding) {
-    json& node = by_host[host];
-    if (node.is_null())
-      node = {{"host", host},
-              {"flagged", true},
-              {"reasons", json::array()},
-              {"findings", json::array()}};
-    node["reasons"].push_back(finding["reason"]);
-    node["findings"].push_back(finding);
-  };
-  for (const auto& [host, finding] : p.inventory_findings) add(host, finding);
+  // node missing what its host type must have first, then its GPUs' health, then its topology.
+  std::map<std::string, std::vector<json>> by_host;  // one pass, hosts in order
+  for (const auto& [host, finding] : p.inventory_findings) by_host[host].push_back(finding);
   for (const auto& [host, reasons] : p.section["topology_reasons"].items())
-    for (const json& why : reasons)
-      add(host, node_finding("topology", why.get<std::string>()));  // "topology: ..." already
+    for (const json& why : reasons)  // "topology: ..." already
+      by_host[host].push_back(node_finding("topology", why.get<std::string>()));
   json nodes = json::array();
-  for (auto& [host, node] : by_host) nodes.push_back(std::move(node));
+  NodeList list(nodes);
+  for (const auto& [host, findings] : by_host)
+    for (const json& finding : findings) list.add(host, finding);
   return {"preflight", 1, {{"preflight", p.section}, {"nodes", nodes}}, p.checks};
+}
+
+// After the last stage, each node is read again and what rose since the preflight's read is
+// judged (docs/node-check.md, "Change over a load"): its check and findings are the preflight's,
+// whose read they compare with.
+void judge_health_change(const AcceptInputs& in, const World& world, AcceptRun& run) {
+  if (!run.node_before) return;  // the same on every rank: the preflight ran, or did not
+  const NodeRead after = read_this_node(in.train.test, world, true);
+  HealthStage change = health_change_stage(*run.node_before, after, world);
+  if (world.rank != 0) return;
+  for (auto a = run.attempts.rbegin(); a != run.attempts.rend(); ++a) {
+    if (a->stage != "preflight") continue;
+    a->checks.push_back(change.check);
+    NodeList list(a->sections["nodes"]);
+    for (const auto& [host, finding] : change.findings) list.add(host, finding);
+    return;
+  }
 }
 
 StageAttempt run_sweep(const AcceptInputs& in, const World& world, AcceptRun& run,
@@ -301,6 +337,7 @@ int accept_on_world(AcceptInputs in, const World& world) {
   run.job.mark(kSetup);
   if (world.rank == 0) spdlog::info("accept: every input checked");
   run_stages(in, report_path, world, run);
+  judge_health_change(in, world, run);
   json job_sections = {
       {"job",
        gather_job_section(world, run.job, run.trained ? run.trained->sums : StepPhaseSums{})}};

@@ -1,10 +1,6 @@
 #include "app/accept/accept_inventory.h"
 
 #include "app/report/gate.h"
-#include "gpu/nccl_version.h"
-#include "gpu/nvml.h"
-#include "mpi/gather.h"
-#include "node/machine_facts.h"
 
 namespace tp {
 namespace {
@@ -26,20 +22,14 @@ void from_json(const nlohmann::json& j, NodeInventory& n) {
   for (const auto& f : j.at("failed")) n.failed.push_back({f[0], f[1], f[2], "fail", f[3], f[4]});
 }
 
-NodeInventory node_inventory(const InventorySpec& spec, const TestHooks& test, const World& world) {
+NodeInventory node_inventory(const InventorySpec& spec, const NodeRead& read) {
   NodeInventory mine;
-  if (spec.empty() || world.index_on_host() != 0) return mine;
-  mine.host = world.host_of_rank[size_t(world.rank)];
-  MachineRoots roots;
-  if (test.sysfs_root_rank == world.rank && !test.sysfs_root.empty()) roots.sysfs = test.sysfs_root;
-  MachineFacts machine = read_machine_facts(roots);
-  machine.host = mine.host;  // the name the job knows the node by (test.split_hosts included)
+  if (spec.empty() || !read.taken) return mine;
+  mine.host = read.machine.host;
   std::vector<std::string> paths;
   for (const MountSpec& m : spec.mounts) paths.push_back(m.path);
-  DriverView driver = read_nvml();
-  driver.nccl_version = nccl_library_version(driver.nccl_unavailable);
   for (InventoryItem& item :
-       judge_inventory(spec, machine, read_mounts(roots.procfs, paths), driver)) {
+       judge_inventory(spec, read.machine, read_mounts(read.roots.procfs, paths), read.driver)) {
     mine.judged += item.status != "n/a";
     if (item.status == "fail") mine.failed.push_back(std::move(item));
   }

@@ -6,9 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "mpi/world.h"
+#include "app/accept/accept_health.h"
 #include "node/inventory_judge.h"
-#include "train/train_config.h"
 
 namespace tp {
 
@@ -19,8 +18,9 @@ struct NodeInventory {
   std::vector<InventoryItem> failed;  // the FAIL items
 };
 
-// Every rank: its node's inventory when it is the node's first rank, else an empty record.
-NodeInventory node_inventory(const InventorySpec& spec, const TestHooks& test, const World& world);
+// Every rank: its node's inventory when `read` is its node's (the node's first rank), else an
+// empty record.
+NodeInventory node_inventory(const InventorySpec& spec, const NodeRead& read);
 
 struct InventoryStage {
   nlohmann::json check;                                          // gate.checks[]: inventory

@@ -106,8 +106,10 @@ json folder_probe_check(const std::vector<std::string>& roles,
 
 PreflightStage preflight_stage(const TrainConfig& config, const World& world,
                                const InventorySpec& inventory, const std::string& host_file) {
+  NodeRead read = read_this_node(config.test, world, false);
   const std::vector<NodeInventory> inventories =
-      gather_records_at_root(world, node_inventory(inventory, config.test, world));
+      gather_records_at_root(world, node_inventory(inventory, read));
+  HealthStage gpus = gpu_health_stage(read, world);
   const Backends backends = select_backends(config, world, nullptr);
   const TopologyPreflight topology = run_topology_preflight(config, world, backends);
   std::vector<std::string> roles;
@@ -130,6 +132,7 @@ PreflightStage preflight_stage(const TrainConfig& config, const World& world,
   for (const FolderProbe& p : mine) probes.push_back({{"problem", p.problem}, {"s", p.seconds}});
   const std::vector<json> all = gather_records_at_root(world, probes);
   PreflightStage stage;
+  stage.read = std::move(read);
   if (world.rank != 0) return stage;
   remove_probe_folder(probe_folder.path);  // every rank's probe has ended: they were gathered
   std::vector<std::vector<FolderProbe>> by_rank;
@@ -145,9 +148,10 @@ PreflightStage preflight_stage(const TrainConfig& config, const World& world,
   }
   InventoryStage judged = judge_node_inventories(inventories, !inventory.empty(), host_file);
   stage.inventory_findings = std::move(judged.findings);
-  stage.checks =
-      json::array({judged.check, topology_check(topology.judgement.reasons, topology.measured),
-                   folder_probe_check(roles, by_rank, world.host_of_rank)});
+  for (auto& found : gpus.findings) stage.inventory_findings.push_back(std::move(found));
+  stage.checks = json::array({judged.check, gpus.check,
+                              topology_check(topology.judgement.reasons, topology.measured),
+                              folder_probe_check(roles, by_rank, world.host_of_rank)});
   stage.section = {{"topology_reasons", topology.judgement.reasons}, {"folders", folders}};
   stage.nodes = topology.nodes;
   return stage;

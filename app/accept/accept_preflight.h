@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/accept/accept_health.h"
 #include "mpi/world.h"
 #include "node/inventory_spec.h"
 #include "train/train_config.h"
@@ -14,10 +15,11 @@ namespace tp {
 
 struct PreflightStage {
   nlohmann::json section;  // rank 0: the report's `preflight` section
-  nlohmann::json checks;   // rank 0: inventory, topology, folder_probe
+  nlohmann::json checks;   // rank 0: inventory, gpu_health, topology, folder_probe
   nlohmann::json nodes;    // rank 0: the topology preflight's nodes, for the context
-  // rank 0: each node's inventory findings (host, nodes[].findings[] entry), worst first
+  // rank 0: each node's inventory findings, then its GPUs' (host, nodes[].findings[] entry)
   std::vector<std::pair<std::string, nlohmann::json>> inventory_findings;
+  NodeRead read;  // every rank: its node's machine and driver, for the read after the load
 };
 
 // `inventory` is the host file's [inventory] (`host_file`), judged on every node's first rank.

@@ -182,6 +182,7 @@ TestHooks test_hooks_from(const po::variables_map& vm) {
   t.skip_restore = one_of(vm, "test.skip_restore", {"", "moment1"});
   t.sysfs_root = vm["test.sysfs_root"].as<std::string>();
   t.sysfs_root_rank = vm["test.sysfs_root_rank"].as<int>();
+  t.sysfs_root_after = vm["test.sysfs_root_after"].as<std::string>();
   if (t.split_hosts < 0) throw UsageError("test.split_hosts must be >= 0");
   return t;
 }

@@ -413,6 +413,9 @@ po::options_description test_options() {
        "instead of /sys")
       ("test.sysfs_root_rank", po::value<int>()->default_value(-1),
        "the rank (the first of its node) that reads test.sysfs_root")
+      ("test.sysfs_root_after", po::value<std::string>()->default_value(""),
+       "accept: the same rank reads this tree after the last stage (counters that rose during "
+       "the load); default test.sysfs_root")
       ("test.corrupt_sweep_rank", po::value<int>()->default_value(-1),
        "sweep: perturb this world rank's result of every row before it is checked")
       ("test.slow_pair_rank", po::value<int>()->default_value(-1),

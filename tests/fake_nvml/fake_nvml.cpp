@@ -14,6 +14,14 @@
 //                         "max_sm_clock_mhz": 1980, "pcie": [1, 16], "pcie_replays": 0,
 //                         "nvlink_errors": [0, 0, 0, 0]}}]}
 // Every field is optional; a field not given answers NVML_ERROR_NOT_SUPPORTED.
+// Two more, for what changes during a run:
+//   "ranks": [2]      only the processes of these ranks (OMPI_COMM_WORLD_RANK, PMIX_RANK or
+//                     SLURM_PROCID) see the file's GPUs; the others' nvmlInit_v2 answers
+//                     Driver Not Loaded, as on a node without the driver;
+//   a GPU's "later": {"health": {...}, "nvlinks_up": 17, "missing": true}: from the process's
+//                     second nvmlInit_v2 on, these fields replace the GPU's own ("health" field
+//                     by field); "missing" makes it a GPU the driver still counts but cannot
+//                     open (NVML_ERROR_GPU_IS_LOST), as one that fell off the bus.
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -36,12 +44,43 @@ const json& fake() {
 }
 
 bool initialised = false;
+int reads = 0;                      // nvmlInit_v2 calls that succeeded
+json current_gpus = json::array();  // the GPUs as this read sees them
 
-// The GPUs of the file: a reference into it (json::value would return a copy).
-const json& gpus() {
-  static const json none = json::array();
+// The GPUs of the file, as the `reads`-th read sees them.
+json gpus_at_read(int read) {
+  json seen = json::array();
   const auto found = fake().find("gpus");
-  return found != fake().end() && found->is_array() ? *found : none;
+  if (found == fake().end() || !found->is_array()) return seen;
+  for (const json& g : *found) {
+    if (read < 2 || !g.contains("later")) {
+      seen.push_back(g);
+      continue;
+    }
+    const json& later = g["later"];
+    json now = g;
+    for (const auto& [key, value] : later.items())
+      if (key == "health")
+        for (const auto& [field, v] : value.items()) now["health"][field] = v;
+      else
+        now[key] = value;
+    seen.push_back(now);
+  }
+  return seen;
+}
+
+const json& gpus() {
+  return current_gpus;
+}
+
+bool this_rank_sees_the_gpus() {
+  const auto ranks = fake().find("ranks");
+  if (ranks == fake().end()) return true;
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char* value = std::getenv(name))
+      for (const json& r : *ranks)
+        if (r.get<int>() == std::atoi(value)) return true;
+  return false;
 }
 
 const json* gpu(void* device) {
@@ -96,7 +135,9 @@ extern "C" {
 
 int nvmlInit_v2() {
   if (const int code = fake().value("init_error", 0); code != 0) return code;
+  if (!this_rank_sees_the_gpus()) return 9;  // NVML_ERROR_DRIVER_NOT_LOADED
   initialised = true;
+  current_gpus = gpus_at_read(++reads);
   return kSuccess;
 }
 int nvmlShutdown() {
@@ -124,6 +165,7 @@ int nvmlDeviceGetCount_v2(unsigned* count) {
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
   if (!initialised || index >= gpus().size()) return kInvalidArgument;
+  if (gpus()[index].value("missing", false)) return 15;  // NVML_ERROR_GPU_IS_LOST
   *device = reinterpret_cast<void*>(size_t(index) + 1);
   return kSuccess;
 }

@@ -77,9 +77,9 @@ def assert_readable(text, what="summary"):
 
 
 def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed",
-           subcommand="train"):
-    """Runs `trainproof SUBCOMMAND` on `ranks` local ranks; returns a Run with the parsed
-    report."""
+           subcommand="train", env=None):
+    """Runs `trainproof SUBCOMMAND` on `ranks` local ranks (with `env`, the ranks' environment);
+    returns a Run with the parsed report."""
     with tempfile.TemporaryDirectory() as tmp:
         report_path = os.path.join(tmp, "report.json")
         # Ranks pinned round-robin to cores, as a real launch would pin them; on a 2-core machine
@@ -91,7 +91,7 @@ def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed
         if "--report" not in args:
             cmd += ["--report", report_path]
         cmd += ["--log.level=warn", *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         report = None
         if os.path.exists(report_path):
             with open(report_path) as f:

@@ -17,15 +17,21 @@ FAKE_NVML_DIR = os.environ.get("TRAINPROOF_FAKE_NVML_DIR", "build/tests/fake_nvm
 H200 = os.path.join(SCENARIOS, "hosts", "h200-nvlink-ndr400.ini")
 
 
-def node_check(tmp, *args, nvml=None):
-    """Runs node-check; with `nvml` (the fake's JSON), the fake libnvidia-ml.so.1 answers."""
-    report = os.path.join(tmp, "node.json")
+def fake_nvml_env(tmp, nvml):
+    """The environment in which the fake libnvidia-ml.so.1 answers from `nvml` (its JSON)."""
     env = dict(os.environ)
     if nvml is not None:
         fake = os.path.join(tmp, "nvml.json")
         with open(fake, "w") as f:
             json.dump(nvml, f)
         env.update(LD_LIBRARY_PATH=os.path.abspath(FAKE_NVML_DIR), FAKE_NVML_FILE=fake)
+    return env
+
+
+def node_check(tmp, *args, nvml=None):
+    """Runs node-check; with `nvml` (the fake's JSON), the fake libnvidia-ml.so.1 answers."""
+    report = os.path.join(tmp, "node.json")
+    env = fake_nvml_env(tmp, nvml)
     proc = subprocess.run([BIN, "node-check", "--report", report, *args], capture_output=True,
                           text=True, timeout=60, env=env)
     data = None
@@ -317,6 +323,110 @@ class InAcceptsPreflight(unittest.TestCase):
         self.assertTrue(topology and all(r.startswith("topology: ") and
                                          not r.startswith("topology: topology: ")
                                          for r in topology), topology)
+
+
+
+def drain_lines(report_path, min_status="fail"):
+    proc = subprocess.run([BIN, "report", "nodes", report_path, "--format=drain",
+                           f"--min-status={min_status}"], capture_output=True, text=True,
+                          timeout=60)
+    return proc.stdout
+
+
+class AroundAcceptsLoad(unittest.TestCase):
+    """accept reads each node in its preflight and again after its last stage: a GPU's health at
+    rest is the preflight's `gpu_health`, and what rose in between is `health_change`, each
+    finding its node's alone, in the report, the drain line and the JUnit file. On 3 pretend
+    nodes, only the third node's first rank (rank 2) sees the fake GPUs or the fixture tree."""
+
+    def accept(self, tmp, *args, stages="preflight", nvml=None):
+        self.report = os.path.join(tmp, "accept.json")
+        self.junit = os.path.join(tmp, "accept.xml")
+        run = mpirun(3, f"--accept.stages={stages}", "--test.split_hosts=3",
+                     f"--junit={self.junit}", "--report", self.report, *args,
+                     subcommand="accept", scenario=TINY, env=fake_nvml_env(tmp, nvml))
+        with open(self.report) as f:
+            run.report = json.load(f)
+        self.failures = [f.get("message", "") + (f.text or "")
+                         for f in ET.parse(self.junit).getroot().iter("failure")]
+        self.drain = drain_lines(self.report)
+        self.drain_on_warn = drain_lines(self.report, "warn")
+        return run
+
+    def findings(self, run, check):
+        return {n["host"]: [f["reason"] for f in n["findings"] if f["check"] == check]
+                for n in run.report["nodes"]
+                if any(f["check"] == check for f in n.get("findings", []))}
+
+    def check(self, run, name):
+        return [c for c in run.report["gate"]["checks"] if c["name"] == name][0]
+
+    def test_a_gpu_error_at_rest_and_one_that_appears_during_the_load_are_each_named(self):
+        nvml = healthy_h200s()
+        nvml["ranks"] = [2]
+        nvml["gpus"][1]["health"]["remapped_rows"] = [2, 0, 1, 0]
+        nvml["gpus"][5]["later"] = {"health": {"ecc": {"uncorrected_volatile": 2}}}
+        with tempfile.TemporaryDirectory() as tmp:
+            run = self.accept(tmp, stages="preflight,train", nvml=nvml)
+        self.assertEqual(run.returncode, 1, run)
+        host = run.report["context"]["nodes"][2]["host"]
+        self.assertEqual(self.findings(run, "gpu_health"), {host: [
+            f"{host}: GPU 1 (GPU-1001, 0000:28:00.0): a row remap is pending (it takes effect "
+            "at the next reset)"]})
+        self.assertEqual(self.findings(run, "health_change"), {host: [
+            f"{host}: GPU 5 (GPU-1005, 0000:68:00.0): uncorrectable ECC errors rose by 2 (0 -> 2) "
+            "during the load"]})
+        self.assertEqual(self.check(run, "gpu_health")["status"], "fail")
+        self.assertIn("(1 of 3 node(s) judged)", self.check(run, "gpu_health")["reason"])
+        self.assertEqual(self.check(run, "health_change")["stage"], "preflight")
+        self.assertIn(host, self.drain)
+        self.assertEqual(len([line for line in self.drain.splitlines() if "State=DRAIN" in line]),
+                         1, self.drain)
+        for what in ("a row remap is pending", "uncorrectable ECC errors rose by 2"):
+            self.assertTrue(any(what in f for f in self.failures), (what, self.failures))
+
+    def test_a_gpu_that_leaves_the_driver_and_a_link_that_goes_down_are_named(self):
+        nvml = healthy_h200s()
+        nvml["ranks"] = [2]
+        nvml["gpus"][2]["later"] = {"missing": True}
+        nvml["gpus"][6]["later"] = {"nvlinks_up": 17}
+        with tempfile.TemporaryDirectory() as tmp:
+            run = self.accept(tmp, nvml=nvml)
+        host = run.report["context"]["nodes"][2]["host"]
+        self.assertEqual(self.findings(run, "health_change"), {host: [
+            f"{host}: GPU 2 (GPU-1002, 0000:38:00.0): left the driver during the load",
+            f"{host}: GPU 6 (GPU-1006, 0000:78:00.0): 1 NVLink link(s) went down (18 -> 17 up) "
+            "during the load"]})
+        self.assertEqual(self.findings(run, "gpu_health"), {})
+        self.assertEqual(self.check(run, "gpu_health")["status"], "pass")
+
+    def test_rdma_port_counters_that_rise_name_their_port(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            before, after = os.path.join(tmp, "before"), os.path.join(tmp, "after")
+            for root in (before, after):
+                ib_tree(root, [("mlx5_0", "400 Gb/sec (4X NDR)", "4: ACTIVE"),
+                               ("mlx5_1", "400 Gb/sec (4X NDR)", "4: ACTIVE")])
+            write(os.path.join(after, "class", "infiniband", "mlx5_1", "ports", "1", "counters",
+                               "symbol_error"), "250")
+            run = self.accept(tmp, f"--test.sysfs_root={before}",
+                              f"--test.sysfs_root_after={after}", "--test.sysfs_root_rank=2")
+        host = run.report["context"]["nodes"][2]["host"]
+        self.assertEqual(self.findings(run, "health_change"), {host: [
+            f"{host}: mlx5_1 port 1: symbol_error rose by 250 (0 -> 250) during the load"]})
+        change = self.check(run, "health_change")
+        self.assertEqual(change["status"], "warn", change)
+        self.assertIn("(1 of 3 node(s) judged)", change["reason"])
+        # A WARN finding: its node is drained only when asked to drain on WARN.
+        self.assertNotIn(host, self.drain)
+        self.assertIn(host, self.drain_on_warn)
+
+    def test_a_healthy_job_has_nothing_to_compare_on_this_vm_and_says_so(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = self.accept(tmp)
+        self.assertEqual(self.check(run, "gpu_health")["status"], "n/a")
+        self.assertIn("the GPU driver could not be asked", self.check(run, "gpu_health")["reason"])
+        self.assertEqual(self.check(run, "health_change")["status"], "n/a")
+        self.assertEqual(self.findings(run, "health_change"), {})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,129 @@
+#include "app/accept/accept_health.h"
+
+#include "app/report/gate.h"
+#include "gpu/nccl_version.h"
+#include "gpu/nvml.h"
+#include "mpi/gather.h"
+#include "node/health_change.h"
+
+namespace tp {
+namespace {
+
+using nlohmann::json;
+
+std::string worst_status(const std::vector<HealthFinding>& findings) {
+  std::string status = "pass";
+  for (const HealthFinding& f : findings)
+    if (f.status == "fail")
+      return "fail";
+    else if (f.status == "warn")
+      status = "warn";
+  return status;
+}
+
+HealthStage gathered(const std::string& name, const NodeHealthRecord& mine, const World& world,
+                     const std::string& healthy) {
+  const std::vector<NodeHealthRecord> all = gather_records_at_root(world, mine);
+  return world.rank == 0 ? judge_node_health(name, all, healthy) : HealthStage{};
+}
+
+}  // namespace
+
+void to_json(json& j, const NodeHealthRecord& r) {
+  json findings = json::array();
+  for (const HealthFinding& f : r.findings) findings.push_back({f.status, f.reason, f.action});
+  j = {{"host", r.host}, {"judged", r.judged}, {"why_not", r.why_not}, {"findings", findings}};
+}
+
+void from_json(const json& j, NodeHealthRecord& r) {
+  r.host = j.at("host").get<std::string>();
+  r.judged = j.at("judged").get<bool>();
+  r.why_not = j.at("why_not").get<std::string>();
+  for (const json& f : j.at("findings")) r.findings.push_back({f[0], f[1], f[2]});
+}
+
+NodeRead read_this_node(const TestHooks& test, const World& world, bool after_load) {
+  NodeRead read;
+  if (world.index_on_host() != 0) return read;
+  read.taken = true;
+  if (test.sysfs_root_rank == world.rank && !test.sysfs_root.empty())
+    read.roots.sysfs =
+        after_load && !test.sysfs_root_after.empty() ? test.sysfs_root_after : test.sysfs_root;
+  read.machine = read_machine_facts(read.roots);
+  read.machine.host = world.host_of_rank[size_t(world.rank)];  // test.split_hosts included
+  read.driver = read_nvml();
+  read.driver.nccl_version = nccl_library_version(read.driver.nccl_unavailable);
+  return read;
+}
+
+HealthStage judge_node_health(const std::string& name, const std::vector<NodeHealthRecord>& all,
+                              const std::string& healthy) {
+  HealthStage stage;
+  int nodes = 0, judged = 0, flagged = 0;
+  std::string status = "pass", first, why_not;
+  for (const NodeHealthRecord& r : all) {
+    if (r.host.empty()) continue;  // not a node's first rank
+    ++nodes;
+    if (!r.judged) {
+      if (why_not.empty()) why_not = r.host + ": " + r.why_not;
+      continue;
+    }
+    ++judged;
+    flagged += !r.findings.empty();
+    const std::string worst = worst_status(r.findings);
+    if (worst == "fail" || (worst == "warn" && status == "pass")) status = worst;
+    for (const HealthFinding& f : r.findings) {
+      if (first.empty()) first = f.reason;
+      json finding = node_finding(name, f.reason, f.status);
+      finding["action"] = f.action;
+      stage.findings.emplace_back(r.host, std::move(finding));
+    }
+  }
+  const std::string of = std::to_string(judged) + " of " + std::to_string(nodes) + " node(s)";
+  if (judged == 0)
+    stage.check = gate_check(name, nullptr, nullptr, "n/a",
+                             "nothing to judge on any node; first: " + why_not);
+  else if (flagged == 0)
+    stage.check = gate_check(name, 0, 0, "pass", healthy + " on " + of);
+  else
+    stage.check =
+        gate_check(name, flagged, 0, status,
+                   std::to_string(stage.findings.size()) + " finding(s) on " +
+                       std::to_string(flagged) + " node(s) (" + of + " judged); first: " + first);
+  if (judged > 0 && judged < nodes && stage.check["status"] != "n/a")
+    stage.check["reason"] =
+        stage.check["reason"].get<std::string>() + " (not judged: " + why_not + ")";
+  return stage;
+}
+
+HealthStage gpu_health_stage(const NodeRead& read, const World& world) {
+  NodeHealthRecord mine;
+  if (read.taken) {
+    mine.host = read.machine.host;
+    mine.judged = read.driver.loaded && !read.driver.gpus.empty();
+    mine.why_not = !read.driver.loaded
+                       ? "the GPU driver could not be asked (" + read.driver.unavailable + ")"
+                       : "the driver lists no GPU";
+    if (mine.judged) mine.findings = judge_gpu_health(mine.host, read.driver);
+  }
+  return gathered("gpu_health", mine, world, "every GPU healthy at rest");
+}
+
+HealthStage health_change_stage(const NodeRead& before, const NodeRead& after, const World& world) {
+  NodeHealthRecord mine;
+  if (before.taken && after.taken) {
+    mine.host = after.machine.host;
+    const bool gpus = before.driver.loaded && after.driver.loaded && !before.driver.gpus.empty();
+    mine.judged = gpus || !before.machine.rdma_ports.empty();
+    mine.why_not = "no GPU the driver lists and no RDMA port";
+    mine.findings = judge_gpu_change(mine.host, before.driver, after.driver);
+    for (HealthFinding& f :
+         judge_port_change(mine.host, before.machine.rdma_ports, after.machine.rdma_ports))
+      mine.findings.push_back(std::move(f));
+  }
+  return gathered(
+      "health_change", mine, world,
+      "no GPU or RDMA port counter rose between the preflight and the last stage's end");
+}
+
+}  // namespace tp

@@ -1,0 +1,58 @@
+#pragma once
+// accept reads each node's machine and GPU driver on the node's first rank twice
+// (docs/node-check.md, "Change over a load"): in the preflight, where its inventory and each
+// GPU's health at rest are judged, and after the last stage, where what rose in between is
+// judged. Rank 0 gathers one small record per rank (the others' empty), so its work and memory
+// grow with the job alone, and no node reads another's counters.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu/driver_view.h"
+#include "mpi/world.h"
+#include "node/gpu_health.h"
+#include "node/machine_facts.h"
+#include "train/train_config.h"
+
+namespace tp {
+
+// What a node's first rank read of its node; `taken` is false on every other rank.
+struct NodeRead {
+  bool taken = false;
+  MachineRoots roots;
+  MachineFacts machine;  // machine.host: the name the job knows the node by
+  DriverView driver;     // with the NCCL library's version
+};
+
+// Every rank: its node's read when it is the node's first rank. `after_load` reads
+// test.sysfs_root_after where the test hooks give one.
+NodeRead read_this_node(const TestHooks& test, const World& world, bool after_load);
+
+// One node's findings of one check, as its first rank judged them.
+struct NodeHealthRecord {
+  std::string host;     // "" on a rank that is not its node's first
+  bool judged = false;  // something could be read to judge
+  std::string why_not;  // when not judged
+  std::vector<HealthFinding> findings;
+};
+void to_json(nlohmann::json& j, const NodeHealthRecord& r);
+void from_json(const nlohmann::json& j, NodeHealthRecord& r);
+
+struct HealthStage {
+  nlohmann::json check;                                          // gate.checks[] entry
+  std::vector<std::pair<std::string, nlohmann::json>> findings;  // (host, nodes[].findings[])
+};
+
+// Pure, on rank 0: the check `name` and each node's findings from every rank's record.
+// `healthy` says what a pass means ("every GPU healthy at rest").
+HealthStage judge_node_health(const std::string& name, const std::vector<NodeHealthRecord>& all,
+                              const std::string& healthy);
+
+// Every rank calls both; rank 0 returns the judged stage.
+// gpu_health: each GPU's health at rest in `read` (node/gpu_health.h).
+HealthStage gpu_health_stage(const NodeRead& read, const World& world);
+// health_change: what rose between `before` and `after` (node/health_change.h).
+HealthStage health_change_stage(const NodeRead& before, const NodeRead& after, const World& world);
+
+}  // namespace tp

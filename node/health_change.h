@@ -1,0 +1,27 @@
+#pragma once
+// What changed on a node while a load ran (docs/node-check.md, "Change over a load"): each GPU's
+// error counters and memory repairs between a read before the load and one after, and each RDMA
+// port's error counters. A counter that rose is the load's finding even where its lifetime
+// value is below any limit: a GPU that logs an uncorrectable error under training, or a cable
+// whose symbol errors climb while the fabric is busy, fails the next job too.
+#include <string>
+#include <vector>
+
+#include "gpu/driver_view.h"
+#include "node/gpu_health.h"
+#include "node/machine_facts.h"
+
+namespace tp {
+
+// GPUs are matched by UUID (by PCI address where the driver gives none); a GPU read before and
+// missing after left the driver during the load.
+std::vector<HealthFinding> judge_gpu_change(const std::string& host, const DriverView& before,
+                                            const DriverView& after);
+
+// Ports are matched by device and port; a port missing after the load is not judged here (the
+// inventory names a missing port).
+std::vector<HealthFinding> judge_port_change(const std::string& host,
+                                             const std::vector<RdmaPort>& before,
+                                             const std::vector<RdmaPort>& after);
+
+}  // namespace tp
