@@ -37,8 +37,15 @@ std::vector<Candidate> node_nics(const std::string& sysfs_root) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(fs::path(sysfs_root) / "class/infiniband", ec))
     found.push_back({entry.path().filename(), numa_of_device(entry.path() / "device")});
-  if (found.empty())
-    for (const NicFacts& nic : read_nics(sysfs_root)) found.push_back({nic.name, nic.numa_node});
+  // A virtual interface (a bridge, a tc ifb, a veth) carries no traffic of its own where a device
+  // does; on a host with none but virtual ones (a container's veth) they are all there is.
+  if (found.empty()) {
+    const std::vector<NicFacts> nics = read_nics(sysfs_root);
+    const bool any_device = std::any_of(nics.begin(), nics.end(),
+                                        [](const NicFacts& n) { return !n.pci_address.empty(); });
+    for (const NicFacts& nic : nics)
+      if (!any_device || !nic.pci_address.empty()) found.push_back({nic.name, nic.numa_node});
+  }
   std::sort(found.begin(), found.end(),
             [](const Candidate& a, const Candidate& b) { return a.name < b.name; });
   return found;
@@ -53,6 +60,12 @@ std::string in_turn(const std::vector<Candidate>& all, int numa_node, int local_
   }
   const auto& pool = near.empty() ? every : near;
   return pool.empty() ? "" : pool[size_t(std::max(0, local_rank)) % pool.size()];
+}
+
+int numa_of_nic(const std::vector<Candidate>& all, const std::string& name) {
+  const auto found =
+      std::find_if(all.begin(), all.end(), [&name](const Candidate& c) { return c.name == name; });
+  return found == all.end() ? -1 : found->numa_node;
 }
 
 int numa_of_cpu(const std::string& sysfs_root, int cpu) {
@@ -103,14 +116,16 @@ RankNic rank_nic(const std::string& sysfs_root, int local_rank, int numa_node, b
                                       [&name](const Candidate& c) { return c.name == name; });
       listed.push_back(known == all.end() ? Candidate{name, -1} : *known);
     }
-    if (!listed.empty()) return {in_turn(listed, numa_node, local_rank), variable};
+    if (!listed.empty()) {
+      const std::string chosen = in_turn(listed, numa_node, local_rank);
+      return {chosen, variable, numa_of_nic(listed, chosen)};
+    }
   }
   const std::string nearest = in_turn(all, numa_node, local_rank);
   if (nearest.empty()) return {};
-  const bool near = numa_node >= 0 && std::any_of(all.begin(), all.end(), [&](const Candidate& c) {
-                      return c.name == nearest && c.numa_node == numa_node;
-                    });
-  return {nearest, near ? "NUMA node " + std::to_string(numa_node) : "the node's NICs"};
+  const int nic_numa = numa_of_nic(all, nearest);
+  const bool near = numa_node >= 0 && nic_numa == numa_node;
+  return {nearest, near ? "NUMA node " + std::to_string(numa_node) : "the node's NICs", nic_numa};
 }
 
 int numa_node_of_this_process(const std::string& sysfs_root) {

@@ -26,6 +26,7 @@ std::vector<std::string> nics_named_by(const std::string& setting);
 struct RankNic {
   std::string name;    // mlx5_3, eth0; "" when none can be named
   std::string source;  // "NCCL_IB_HCA", "UCX_NET_DEVICES", ..., "NUMA node 1", "the node's NICs"
+  int numa_node = -1;  // the NIC's, -1 when sysfs does not say
 };
 
 // `numa_node`: of the rank's GPU, or of its CPUs (-1 when not known); `nccl`: the collective is

@@ -1,6 +1,8 @@
 #pragma once
-// Where each rank's GPU sits, as the report shows it (docs/report.md, ranks[].gpu): which device
-// it drove, and whether that device hangs off the NUMA node the rank's CPUs belong to.
+// Where each rank's GPU and NIC sit, as the report shows them (docs/report.md, ranks[].gpu and
+// ranks[].nic): which devices it used, and whether they hang off the NUMA node of its CPUs and
+// of each other.
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,8 +14,13 @@ namespace tp {
 // ranks[].gpu: null on the CPU backend.
 nlohmann::json rank_gpu_json(const RankInfo& rank);
 
-// One warning per rank whose GPU is attached to a NUMA node its CPU affinity does not touch:
-// every host-device copy of that rank then crosses the socket link.
-std::vector<std::string> gpu_numa_warnings(const std::vector<RankInfo>& ranks);
+// ranks[].nic: null when no NIC could be named.
+nlohmann::json rank_nic_json(const RankInfo& rank);
+
+// The affinity findings of each host (check `affinity`, WARN): a rank whose GPU is attached to a
+// NUMA node its CPU affinity does not touch (every host-device copy crosses the socket link), and
+// a rank whose NIC is on another NUMA node than its GPU (its GPUDirect RDMA traffic does).
+std::map<std::string, std::vector<std::string>> affinity_reasons(
+    const std::vector<RankInfo>& ranks);
 
 }  // namespace tp

@@ -128,6 +128,7 @@ json rank_json(const RunRecord& run, const RankFigures& f, size_t r) {
           {"numa_nodes", info.numa_nodes.empty() ? json(nullptr) : json(info.numa_nodes)},
           {"cpu_model", info.cpu_model.empty() ? json(nullptr) : json(info.cpu_model)},
           {"gpu", rank_gpu_json(info)},
+          {"nic", rank_nic_json(info)},
           {"samples_per_step", share.samples},
           {"p50", p50},
           {"straggler_score", f.scores[r]},
@@ -178,15 +179,17 @@ NodeSection node_section(const RunRecord& run, const RankFigures& f) {
     node_compute.push_back(median(mine));
   }
   const std::vector<double> node_scores = straggler_scores(node_compute);
+  const std::map<std::string, std::vector<std::string>> affinity = affinity_reasons(run.ranks);
   NodeSection section;
   for (size_t n = 0; n < hosts.names.size(); ++n) {
     const std::vector<int>& ranks = hosts.ranks_of[hosts.names[n]];
     // Each reason with the check whose status it takes (a gate threshold may replace the
     // straggler check's default).
     json reasons = json::array(), findings = json::array();
-    const auto add = [&](const std::string& check, const std::string& why) {
+    const auto add = [&](const std::string& check, const std::string& why,
+                         const std::string& status = "") {
       reasons.push_back(why);
-      findings.push_back(node_finding(check, why));
+      findings.push_back(node_finding(check, why, status));
     };
     for (int r : ranks)
       if (f.scores.size() >= kStragglerPeers && f.scores[r] < kStragglerThreshold)
@@ -200,6 +203,8 @@ NodeSection node_section(const RunRecord& run, const RankFigures& f) {
                                " (score " + fixed2(node_scores[n]) + ")");
     if (const auto t = run.topology_reasons.find(hosts.names[n]); t != run.topology_reasons.end())
       for (const std::string& why : t->second) add("flagged_nodes", why);
+    if (const auto a = affinity.find(hosts.names[n]); a != affinity.end())
+      for (const std::string& why : a->second) add("affinity", why, "warn");
     if (!reasons.empty()) section.flagged.push_back(hosts.names[n]);
     section.nodes.push_back({{"host", hosts.names[n]},
                              {"ranks", ranks},
@@ -379,6 +384,9 @@ json flagged_nodes_check(const RunRecord& run, const std::vector<std::string>& f
   if (run.ranks.size() >= kStragglerPeers) compared.push_back("ranks' compute");
   if (nodes >= kStragglerPeers) compared.push_back("nodes' compute");
   if (run.topology_measured) compared.push_back("topology");
+  if (std::any_of(run.ranks.begin(), run.ranks.end(),
+                  [](const RankInfo& r) { return !r.gpu_uuid.empty(); }))
+    compared.push_back("GPU and NIC affinity");
   if (compared.empty())
     return gate_check("flagged_nodes", nullptr, 0, "n/a",
                       std::to_string(run.ranks.size()) + " rank(s) on " + std::to_string(nodes) +
@@ -437,8 +445,6 @@ json build_report(const RunRecord& run) {
   report["schema"] = kReportSchema;
   report["verdict"] = verdict_of_checks(checks);
   report["context"] = run.context;
-  for (const std::string& w : gpu_numa_warnings(run.ranks))
-    report["context"]["warnings"].push_back(w);
   report["ranks"] = ranks_json(run, figures);
   report["nodes"] = nodes.nodes;
   report["train"] = train_json(run, all, phases, figures, vote.majority);

@@ -32,6 +32,9 @@ struct RankInfo {
   std::string gpu_pci_bus_id;
   int gpu_numa_node = -1;  // -1: the kernel does not say
   std::string cuda_visible_devices;
+  // The NIC its collective's traffic leaves by (fabric/rank_nic.h), "" when none can be named.
+  std::string nic, nic_source;
+  int nic_numa_node = -1;
 };
 
 // One rank's loader figures, when the run read a dataset (data.dir).

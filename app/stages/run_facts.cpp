@@ -5,6 +5,7 @@
 #include "app/report/context.h"
 #include "app/report/report_text.h"
 #include "common/sysinfo.h"
+#include "fabric/rank_nic.h"
 #include "mpi/check.h"
 #include "mpi/gather.h"
 
@@ -12,7 +13,8 @@ namespace tp {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankInfo, rank, host, local_rank, device, cpu_affinity,
                                    numa_nodes, cpu_model, gemm_rate_flops, gpu_uuid, gpu_pci_bus_id,
-                                   gpu_numa_node, cuda_visible_devices)
+                                   gpu_numa_node, cuda_visible_devices, nic, nic_source,
+                                   nic_numa_node)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankLoad, bytes_read, samples_read, reader_busy_s, window_s,
                                    host_ram_bytes, shards_read)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFacts, info, digest, load)
@@ -97,6 +99,14 @@ RunFacts gather_run_facts(const World& world, const Backends& backends, const Tr
     mine.info.gpu_numa_node = backends.placement->numa_node;
     mine.info.cuda_visible_devices = backends.placement->cuda_visible_devices;
   }
+  const int near =
+      mine.info.gpu_numa_node >= 0 ? mine.info.gpu_numa_node : numa_node_of_this_process("/sys");
+  const RankNic nic = rank_nic("/sys", world.index_on_host(), near,
+                               backends.comm && backends.comm->name() == "nccl",
+                               transport_settings_from_environment());
+  mine.info.nic = nic.name;
+  mine.info.nic_source = nic.source;
+  mine.info.nic_numa_node = nic.numa_node;
   mine.digest = result.digest.hex();
   mine.load = load_of(loader, world);
   RunFacts facts;

@@ -32,17 +32,40 @@ TEST(RankGpu, RecordsTheDeviceAndTheVariable) {
   EXPECT_TRUE(tp::rank_gpu_json(unset)["cuda_visible_devices"].is_null());
 }
 
-TEST(RankGpu, WarnsOnlyForTheRankWhoseGpuIsOnAnotherNumaNode) {
+TEST(RankGpu, NamesOnlyTheRankWhoseGpuIsOnAnotherNumaNodeThanItsCpus) {
   const std::vector<tp::RankInfo> ranks = {on_gpu(0, "0", 0), on_gpu(1, "0", 1),
                                            on_gpu(2, "0-1", 1), on_gpu(3, "1", -1)};
-  const std::vector<std::string> warnings = tp::gpu_numa_warnings(ranks);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("rank 1 on gpu-a drives GPU GPU-1"), std::string::npos);
-  EXPECT_NE(warnings[0].find("NUMA node 1, but runs on CPUs of NUMA node(s) 0"), std::string::npos);
+  const auto reasons = tp::affinity_reasons(ranks);
+  ASSERT_EQ(reasons.size(), 1u);
+  ASSERT_EQ(reasons.at("gpu-a").size(), 1u);
+  const std::string& why = reasons.at("gpu-a")[0];
+  EXPECT_NE(why.find("rank 1 drives GPU GPU-1"), std::string::npos) << why;
+  EXPECT_NE(why.find("NUMA node 1, but runs on CPUs of NUMA node(s) 0"), std::string::npos);
 }
 
-TEST(RankGpu, UnknownCpuNumaNodesWarnNothing) {
-  EXPECT_TRUE(tp::gpu_numa_warnings({on_gpu(0, "", 1), tp::RankInfo{}}).empty());
+TEST(RankGpu, UnknownNumaNodesNameNothing) {
+  tp::RankInfo far_nic = on_gpu(1, "", 1);
+  far_nic.nic = "mlx5_0";
+  far_nic.nic_numa_node = -1;
+  EXPECT_TRUE(tp::affinity_reasons({on_gpu(0, "", 1), tp::RankInfo{}, far_nic}).empty());
+}
+
+TEST(RankGpu, ARankWhoseNicIsOnAnotherNumaNodeThanItsGpuIsNamed) {
+  tp::RankInfo near = on_gpu(0, "1", 1), far = on_gpu(1, "1", 1);
+  near.nic = "mlx5_2";
+  near.nic_source = "NUMA node 1";
+  near.nic_numa_node = 1;
+  far.nic = "mlx5_0";
+  far.nic_source = "NCCL_IB_HCA";
+  far.nic_numa_node = 0;
+  const auto reasons = tp::affinity_reasons({near, far});
+  ASSERT_EQ(reasons.at("gpu-a").size(), 1u);
+  EXPECT_NE(reasons.at("gpu-a")[0].find("rank 1 drives GPU GPU-1 (PCI 0000:1b:00.0) on NUMA node "
+                                        "1, but its NIC mlx5_0 (NCCL_IB_HCA) is on NUMA node 0"),
+            std::string::npos)
+      << reasons.at("gpu-a")[0];
+  EXPECT_EQ(tp::rank_nic_json(far)["numa_node"], 0);
+  EXPECT_TRUE(tp::rank_nic_json(tp::RankInfo{}).is_null());
 }
 
 }  // namespace

@@ -38,6 +38,8 @@ TEST_F(RankNic, TheNicsOnTheRanksNumaNodeInTurn) {
   EXPECT_EQ(tp::rank_nic(root(), 1, 1, true, none).name, "mlx5_3");
   EXPECT_EQ(tp::rank_nic(root(), 2, 1, true, none).name, "mlx5_2");
   EXPECT_EQ(tp::rank_nic(root(), 1, 0, true, none).source, "NUMA node 0");
+  EXPECT_EQ(tp::rank_nic(root(), 1, 0, true, none).numa_node, 0);
+  EXPECT_EQ(tp::rank_nic(root(), 1, 1, true, none).numa_node, 1);
   // Unknown NUMA node: every NIC of the node, in turn.
   EXPECT_EQ(tp::rank_nic(root(), 3, -1, true, none).name, "mlx5_3");
   EXPECT_EQ(tp::rank_nic(root(), 3, -1, true, none).source, "the node's NICs");
@@ -48,6 +50,7 @@ TEST_F(RankNic, TheTransportsSettingsComeFirst) {
   settings.nccl_ib_hca = "=mlx5_1:1";
   EXPECT_EQ(tp::rank_nic(root(), 0, 1, true, settings).name, "mlx5_1");
   EXPECT_EQ(tp::rank_nic(root(), 0, 1, true, settings).source, "NCCL_IB_HCA");
+  EXPECT_EQ(tp::rank_nic(root(), 0, 1, true, settings).numa_node, 0) << "named, though far";
   // NCCL's setting says nothing of MPI's traffic, and an exclusion list names no NIC.
   EXPECT_EQ(tp::rank_nic(root(), 0, 1, false, settings).name, "mlx5_2");
   settings.nccl_ib_hca = "^mlx5_0";
@@ -63,6 +66,23 @@ TEST_F(RankNic, LibfabricsTcpInterfaceNamesMpisNic) {
   EXPECT_EQ(tp::rank_nic(root(), 0, 1, false, settings).name, "mlx5_3");
   EXPECT_EQ(tp::rank_nic(root(), 0, 1, false, settings).source, "FI_TCP_IFACE");
   EXPECT_EQ(tp::rank_nic(root(), 0, 1, true, settings).source, "NUMA node 1") << "not NCCL's";
+}
+
+// Without RDMA devices, a network interface with a device behind it carries the traffic, never a
+// virtual one beside it (a tc ifb, a bridge); with only virtual ones (a container), those.
+TEST(RankNicWithoutRdma, AnInterfaceWithADeviceBeforeVirtualOnes) {
+  const fs::path root = fs::temp_directory_path() / ("rank_nic_net_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "devices/pci0000:00/0000:00:03.0");
+  for (const char* name : {"eth0", "ifb0", "ifb1"})
+    fs::create_directories(root / "class/net" / name);
+  const tp::TransportSettings none;
+  EXPECT_EQ(tp::rank_nic(root.string(), 1, -1, false, none).name, "ifb0") << "all virtual";
+  fs::create_directory_symlink(root / "devices/pci0000:00/0000:00:03.0",
+                               root / "class/net/eth0/device");
+  for (int local_rank = 0; local_rank < 3; ++local_rank)
+    EXPECT_EQ(tp::rank_nic(root.string(), local_rank, -1, false, none).name, "eth0");
+  fs::remove_all(root);
 }
 
 TEST(NicsNamedBy, ListsWithoutPortsExclusionsOrRanges) {

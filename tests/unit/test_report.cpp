@@ -54,6 +54,37 @@ tp::RunRecord sample_run(double rank1_compute = 0.100) {
   return run;
 }
 
+// A rank whose NIC sits on another NUMA node than its GPU is its node's affinity finding, and the
+// flagged_nodes check names the node.
+TEST(Report, ARankWhoseNicIsFarFromItsGpuFlagsItsNode) {
+  tp::RunRecord run = sample_run(0.0101);  // no straggler
+  for (tp::RankInfo& r : run.ranks) {
+    r.gpu_uuid = "GPU-" + std::to_string(r.rank);
+    r.gpu_pci_bus_id = "0000:1b:00.0";
+    r.gpu_numa_node = 0;
+    r.nic = "mlx5_0";
+    r.nic_source = "NUMA node 0";
+    r.nic_numa_node = 0;
+  }
+  run.ranks[3].nic = "mlx5_3";
+  run.ranks[3].nic_source = "NCCL_IB_HCA";
+  run.ranks[3].nic_numa_node = 1;
+  const json report = tp::build_report(run);
+  EXPECT_EQ(report["ranks"][3]["nic"]["name"], "mlx5_3");
+  EXPECT_EQ(report["nodes"][0]["flagged"], false);
+  ASSERT_EQ(report["nodes"][1]["findings"].size(), 1u) << report["nodes"].dump(1);
+  const json& finding = report["nodes"][1]["findings"][0];
+  EXPECT_EQ(finding["check"], "affinity");
+  EXPECT_EQ(finding["status"], "warn");
+  EXPECT_NE(
+      finding["reason"].get<std::string>().find("its NIC mlx5_3 (NCCL_IB_HCA) is on NUMA node 1"),
+      std::string::npos);
+  json flagged;
+  for (const json& c : report["gate"]["checks"])
+    if (c["name"] == "flagged_nodes") flagged = c;
+  EXPECT_EQ(flagged["reason"], "flagged: node-b");
+}
+
 TEST(Report, FlagsExactlyTheStragglerAndItsNode) {
   const json report = tp::build_report(sample_run());
   EXPECT_EQ(report["schema"], "trainproof.report/3");
