@@ -87,13 +87,21 @@ json driver_json(const DriverView& d) {
                     {"name", g.name},
                     {"uuid", g.uuid},
                     {"pci_address", g.pci_address},
+                    {"device_id", g.device_id},
                     {"memory_gb", g.memory_gb},
                     {"vbios", g.vbios},
+                    {"ecc", or_null((long long)g.ecc)},
+                    {"mig", or_null((long long)g.mig)},
+                    {"persistence", or_null((long long)g.persistence)},
+                    {"nvlinks_up", or_null((long long)g.nvlinks_up)},
+                    {"max_pcie_gen", or_null((long long)g.max_pcie_gen)},
+                    {"max_pcie_width", or_null((long long)g.max_pcie_width)},
                     {"health", health_json(g.health)}});
   return {{"loaded", d.loaded},
           {"unavailable", d.loaded ? json(nullptr) : json(d.unavailable)},
           {"driver_version", d.driver_version},
           {"cuda_driver_version", d.cuda_driver_version},
+          {"nccl_version", d.nccl_version.empty() ? json(nullptr) : json(d.nccl_version)},
           {"gpus", gpus}};
 }
 

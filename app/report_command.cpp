@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "app/cli/option_values.h"
+#include "app/judge/host_file_draft.h"
 #include "app/judge/report_compare.h"
 #include "app/judge/report_merge.h"
 #include "app/report/crash_text.h"
@@ -115,6 +116,19 @@ int run_nodes(const Invocation& inv) {
   return kExitPass;
 }
 
+// `report hostfile GOLDEN [MORE...]`: a host file from golden runs, on standard output.
+int run_hostfile(const Invocation& inv) {
+  if (inv.positional.size() < 2)
+    throw UsageError(
+        "report hostfile needs one or more golden reports (accept, train, sweep, "
+        "merged or node-check), got none");
+  std::vector<GoldenReport> golden;
+  for (size_t i = 1; i < inv.positional.size(); ++i)
+    golden.push_back({inv.positional[i], load_report(inv.positional[i])});
+  std::cout << draft_host_file(golden, inv.options["share"].as<double>());
+  return kExitPass;
+}
+
 // `report junit REPORT FILE`, `report metrics REPORT FILE`: an existing report's checks as the
 // file --junit or --metrics would have written.
 int run_export(const Invocation& inv) {
@@ -174,6 +188,7 @@ int run_report(const Invocation& inv) {
   if (!inv.positional.empty() && inv.positional.front() == "compare") return run_compare(inv);
   if (!inv.positional.empty() && inv.positional.front() == "merge") return run_merge(inv);
   if (!inv.positional.empty() && inv.positional.front() == "nodes") return run_nodes(inv);
+  if (!inv.positional.empty() && inv.positional.front() == "hostfile") return run_hostfile(inv);
   if (!inv.positional.empty() &&
       (inv.positional.front() == "plot" || inv.positional.front() == "html"))
     return run_pictures(inv);

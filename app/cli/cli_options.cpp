@@ -68,7 +68,15 @@ po::options_description general_options() {
       ("baseline", po::value<std::string>()->default_value("")->value_name("FILE"),
        "accept, train, sweep: a golden report of the same work; every metric of report compare "
        "becomes a gate check (baseline_*) that fails below --tolerance of the golden value; "
-       "report plot and report html draw its busbw curve beside the run's")
+       "report plot and report html draw its busbw curve beside the run's");
+  // clang-format on
+  return group;
+}
+
+po::options_description report_options() {
+  po::options_description group = option_group("Report");
+  // clang-format off
+  group.add_options()
       ("format", po::value<std::string>()->default_value("list")->value_name("FORMAT"),
        "report nodes: list (each flagged node and its reasons), hostlist (Slurm's compressed "
        "list, for srun --exclude), drain (scontrol update ... State=DRAIN lines, printed, never "
@@ -76,7 +84,10 @@ po::options_description general_options() {
        "the node's reason starts with 'trainproof: ') or json")
       ("min-status", po::value<std::string>()->default_value("fail")->value_name("STATUS"),
        "report nodes --format=drain: drain the nodes whose worst finding is FAIL (fail), or WARN "
-       "as well (warn)");
+       "as well (warn)")
+      ("share", po::value<double>()->default_value(0.8),
+       "report hostfile: each threshold this share of the worst golden figure (an at-most one "
+       "that figure over it); in (0.6, 0.95)");
   // clang-format on
   return group;
 }
@@ -439,16 +450,24 @@ po::options_description test_options() {
 }  // namespace
 
 const std::vector<OptionGroup>& option_groups() {
-  static const std::vector<OptionGroup> groups = {
-      {"general", general_options},     {"model", model_options},
-      {"train", train_options},         {"compute", compute_options},
-      {"comm", comm_options},           {"checkpoint", checkpoint_options},
-      {"watchdog", watchdog_options},   {"faults", fault_options},
-      {"data", data_options},           {"drill", drill_options},
-      {"preflight", preflight_options}, {"sweep", sweep_options},
-      {"accept", accept_options},       {"gate", gate_options},
-      {"cost", cost_options},           {"node", node_options},
-      {kTestHooksGroup, test_options}};
+  static const std::vector<OptionGroup> groups = {{"general", general_options},
+                                                  {"report", report_options},
+                                                  {"model", model_options},
+                                                  {"train", train_options},
+                                                  {"compute", compute_options},
+                                                  {"comm", comm_options},
+                                                  {"checkpoint", checkpoint_options},
+                                                  {"watchdog", watchdog_options},
+                                                  {"faults", fault_options},
+                                                  {"data", data_options},
+                                                  {"drill", drill_options},
+                                                  {"preflight", preflight_options},
+                                                  {"sweep", sweep_options},
+                                                  {"accept", accept_options},
+                                                  {"gate", gate_options},
+                                                  {"cost", cost_options},
+                                                  {"node", node_options},
+                                                  {kTestHooksGroup, test_options}};
   return groups;
 }
 

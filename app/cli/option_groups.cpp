@@ -34,8 +34,9 @@ const std::map<std::string, std::vector<std::string>>& groups_by_subcommand() {
       {"prepare-data", {"general", TP_TRAINING_GROUPS}},
       // node_check_config_from: the level; gate.file's [inventory] is read by parse_invocation.
       {"node-check", {"general", "node"}},
-      // The report's own options (tolerance, html, format, baseline, trace) are common ones.
-      {"report", {"general"}},
+      // Its own options (format, min-status, share); tolerance, html, baseline and trace are
+      // common ones, as train, sweep and accept read them too.
+      {"report", {"general", "report"}},
   };
   return table;
 }

@@ -134,6 +134,18 @@ GateConfig gate_config_from(const po::variables_map& vm,
   return c;
 }
 
+GateConfig every_gate_threshold(int64_t busbw_bytes) {
+  GateConfig config;
+  config.stages = {"preflight", "sweep", "pairwise", "train", "restore", "drill"};
+  config.busbw_bytes = busbw_bytes;
+  for (const ThresholdOption& o : kThresholdOptions) {
+    const double limit = o.direction == Direction::at_least ? 0.0 : 1e300;
+    config.thresholds.push_back(
+        {{o.name, o.direction, limit, "every_gate_threshold"}, o.stage, o.metric, o.per, false});
+  }
+  return config;
+}
+
 nlohmann::json thresholds_json(const GateConfig& config) {
   nlohmann::json out = nlohmann::json::array();
   for (const GateThreshold& t : config.thresholds) {

@@ -43,6 +43,10 @@ GateConfig gate_config_from(const boost::program_options::variables_map& vm,
                             const TrainConfig& train, std::vector<std::string> stages,
                             const std::string& stages_named_by);
 
+// Every threshold the gate knows, each with a limit nothing misses, for every stage: judged on a
+// report, its checks carry every figure the report measured (report hostfile reads them so).
+GateConfig every_gate_threshold(int64_t busbw_bytes);
+
 // The thresholds as the report records them (gate.thresholds[], read again by report merge).
 nlohmann::json thresholds_json(const GateConfig& config);
 

@@ -1,16 +1,15 @@
 #include "app/judge/thresholds.h"
 
-#include <cstdio>
-
 #include "app/report/gate.h"
+#include "common/number_text.h"
 
 namespace tp {
 namespace {
 
+// Four significant digits, never e-notation: a limit drafted from a golden run may be 0.00000232.
 std::string number(double value, const std::string& unit) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.4g", value);
-  return unit.empty() ? std::string(text) : std::string(text) + " " + unit;
+  const std::string text = readable_number(value, 4);
+  return unit.empty() ? text : text + " " + unit;
 }
 
 // The status before a retry is considered.

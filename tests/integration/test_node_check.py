@@ -429,5 +429,53 @@ class AroundAcceptsLoad(unittest.TestCase):
         self.assertEqual(self.findings(run, "health_change"), {})
 
 
+SMALL_SWEEP = ["--sweep.max_bytes=65536", "--sweep.iters=3"]
+
+
+class ReportHostfile(unittest.TestCase):
+    """`report hostfile` end to end on this VM: two golden accept runs and a node-check report
+    become a host file whose [gate], [reference] and [inventory] a later run reads as its
+    --gate.file (docs/acceptance.md, "A host file from golden runs")."""
+
+    def test_golden_runs_and_a_node_check_become_a_host_file_a_run_reads(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            golden = []
+            for i in (1, 2):
+                report = os.path.join(tmp, f"golden-{i}.json")
+                run = mpirun(2, "--accept.stages=sweep,train", *SMALL_SWEEP, "--report", report,
+                             subcommand="accept", scenario=TINY)
+                self.assertIn(run.returncode, (0, 1), run)
+                golden.append(report)
+            proc, _ = node_check(tmp)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            drafted = subprocess.run([BIN, "report", "hostfile", *golden,
+                                      os.path.join(tmp, "node.json")],
+                                     capture_output=True, text=True, timeout=60)
+            self.assertEqual(drafted.returncode, 0, drafted.stderr)
+            text = drafted.stdout
+            for line in ("[gate]", "[reference]", "[inventory]", "nodes = 1",
+                         "ranks_per_node = 2", "gpus = 0", "min_cpus = "):
+                self.assertIn(line, text)
+            self.assertRegex(text, r"# The worst golden figure, [0-9.]+ \(.*golden-[12]\.json\), "
+                                   r"x 0\.8\nmin_busbw_gbps = [0-9.]+\n")
+            hosts = os.path.join(tmp, "drafted.ini")
+            with open(hosts, "w") as f:
+                f.write(text)
+            # A run reads it as its gate file: its thresholds name the file as their source,
+            # and the node meets the inventory it was drafted from.
+            run = mpirun(2, "--accept.stages=preflight,sweep,train", *SMALL_SWEEP,
+                         f"--gate.file={hosts}", subcommand="accept", scenario=TINY)
+            self.assertIn(run.returncode, (0, 1), run)
+            sources = {t["check"]: t["source"] for t in run.report["gate"]["thresholds"]}
+            self.assertIn(hosts, sources.get("min_busbw_gbps", ""), sources)
+            inventory = [c for c in run.report["gate"]["checks"] if c["name"] == "inventory"][0]
+            self.assertEqual(inventory["status"], "pass", inventory)
+            # Bad input names what is wrong: a share out of range, a file of other work.
+            bad = subprocess.run([BIN, "report", "hostfile", golden[0], "--share=0.5"],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(bad.returncode, 2, bad.stderr)
+            self.assertIn("--share must lie in (0.6, 0.95), got 0.5", bad.stderr)
+
+
 if __name__ == "__main__":
     main()

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,7 +16,9 @@
 #include "app/cli/cli.h"
 #include "app/cli/host_reference.h"
 #include "app/judge/gate_judge.h"
+#include "app/judge/host_file_draft.h"
 #include "common/errors.h"
+#include "common/number_text.h"
 
 namespace {
 
@@ -223,6 +226,140 @@ TEST(HostFileCheck, ALooseLimitOrAMissingFigureIsFound) {
   const auto bare = variant("host_bare.ini", "min_au = 0.135", "min_au = 0.135\nmax_step_cv = 2");
   ASSERT_FALSE(bare.empty());
   EXPECT_THAT(bare.front(), HasSubstr("sets gate.max_step_cv but [reference] has no figure"));
+}
+
+// Three golden runs of the H200 host type's reference job, each a little off the reference, as
+// accept and report merge leave them.
+std::vector<tp::GoldenReport> golden_h200_runs(tp::HostReference& reference) {
+  const std::string shipped = std::string(TRAINPROOF_SCENARIOS) + "/hosts/h200-nvlink-ndr400.ini";
+  tp::split_reference_section(shipped, read_text(shipped), reference);
+  std::vector<tp::GoldenReport> golden;
+  for (const double share : {1.02, 0.97, 1.0}) {
+    json report = synthetic_report({reference, share}, int(reference.at("nodes")), 256 << 20);
+    // What the reference has no figure for, these runs did not measure.
+    report.erase("drill");
+    report["restore"].erase("seconds");
+    report["job"].erase("goodput");
+    report["context"]["scenario_hash"] = "5f2a";
+    golden.push_back({"golden-" + std::to_string(golden.size() + 1) + ".json", report});
+  }
+  return golden;
+}
+
+std::string line_of(const std::string& text, const std::string& key) {
+  const size_t at = text.find("\n" + key + " = ");
+  if (at == std::string::npos) return "";
+  return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+}
+
+TEST(HostFileDraft, GoldenRunsGiveAFileThatHoldsTogetherWithEachSource) {
+  tp::HostReference reference;
+  const std::vector<tp::GoldenReport> golden = golden_h200_runs(reference);
+  const std::string text = tp::draft_host_file(golden, 0.8);
+  const std::string path = ::testing::TempDir() + "drafted.ini";
+  std::ofstream(path) << text;
+  for (const std::string& why : inconsistencies(path)) ADD_FAILURE() << why << "\n" << text;
+  // The worst run is the second (97% of the reference): every reference figure is its figure.
+  EXPECT_EQ(line_of(text, "busbw_gbps"), "busbw_gbps = " + tp::exact_number(360 * 0.97)) << text;
+  EXPECT_EQ(line_of(text, "min_busbw_gbps"), "min_busbw_gbps = 279") << text;  // 349.2 x 0.8
+  EXPECT_THAT(text, HasSubstr("# The worst golden figure, 349 (golden-2.json), x 0.8\n"
+                              "min_busbw_gbps = 279\n"));
+  EXPECT_EQ(line_of(text, "max_restore_s"), "");  // no restore_s figure in the reference
+  EXPECT_THAT(text, HasSubstr("# Not measured by these runs, so not set: min_job_goodput, "
+                              "max_restore_s, max_rto_s, max_rpo_steps\n"));
+  EXPECT_EQ(line_of(text, "scenario_hash"), "scenario_hash = 5f2a");
+  EXPECT_EQ(line_of(text, "nodes"), "nodes = 8");
+  EXPECT_EQ(line_of(text, "gpus_per_node"), "gpus_per_node = 8");
+  EXPECT_EQ(line_of(text, "busbw_bytes"), "busbw_bytes = 268435456");
+  // A time goes the other way: the worst is the longest, and the limit is it over the share.
+  EXPECT_EQ(line_of(text, "comm_exposed_fraction"),
+            "comm_exposed_fraction = " + tp::exact_number(0.1 / 0.97));
+}
+
+TEST(HostFileDraft, RunsOfOtherWorkOrAShareOutOfRangeAreRefusedNamingTheFile) {
+  tp::HostReference reference;
+  std::vector<tp::GoldenReport> golden = golden_h200_runs(reference);
+  EXPECT_THROW(tp::draft_host_file(golden, 0.6), tp::UsageError);
+  EXPECT_THROW(tp::draft_host_file(golden, 0.95), tp::UsageError);
+  golden[2].report["context"]["scenario_hash"] = "9e1c";
+  try {
+    tp::draft_host_file(golden, 0.8);
+    ADD_FAILURE() << "another scenario was accepted";
+  } catch (const tp::UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("golden-3.json ran scenario 9e1c and golden-1.json ran 5f2a"));
+  }
+  EXPECT_THROW(tp::draft_host_file({{"empty.json", json::object()}}, 0.8), tp::UsageError);
+}
+
+// A node-check report of an 8x H200 node as node-check writes it.
+json h200_node_check(int gpus, double memory_gb, const std::string& driver) {
+  json report = {{"schema", "trainproof.report/3"}, {"verdict", "PASS"}};
+  json& nc = report["node_check"];
+  nc["level"] = "quick";
+  nc["machine"] = {{"cpus", 224},
+                   {"memory_gb", memory_gb},
+                   {"interfaces_up", {"eth0"}},
+                   {"pci_gpus", json::array()},
+                   {"rdma_ports", json::array()}};
+  for (int i = 0; i < 8; ++i)
+    nc["machine"]["rdma_ports"].push_back({{"device", "mlx5_" + std::to_string(i)},
+                                           {"state", "ACTIVE"},
+                                           {"phys_state", "LinkUp"},
+                                           {"link_layer", "InfiniBand"},
+                                           {"rate_gbps", 400.0},
+                                           {"pcie", {{"max_gen", 5}, {"max_width", 16}}}});
+  nc["driver"] = {{"loaded", true},
+                  {"driver_version", driver},
+                  {"cuda_driver_version", "12.4"},
+                  {"nccl_version", "2.23.4"},
+                  {"gpus", json::array()}};
+  for (int i = 0; i < gpus; ++i)
+    nc["driver"]["gpus"].push_back({{"name", "NVIDIA H200"},
+                                    {"device_id", 0x2335},
+                                    {"memory_gb", 150.75 - i * 0.01},
+                                    {"vbios", "96.00.99.00.01"},
+                                    {"ecc", 1},
+                                    {"mig", 0},
+                                    {"persistence", 1},
+                                    {"nvlinks_up", 18},
+                                    {"max_pcie_gen", 5},
+                                    {"max_pcie_width", 16}});
+  return report;
+}
+
+TEST(HostFileDraft, NodeCheckReportsGiveTheInventoryAsMinimums) {
+  tp::HostReference reference;
+  std::vector<tp::GoldenReport> golden = golden_h200_runs(reference);
+  golden.push_back({"node-1.json", h200_node_check(8, 2063.5, "550.90.07")});
+  golden.push_back({"node-2.json", h200_node_check(8, 2051.2, "550.54.15")});
+  const std::string text = tp::draft_host_file(golden, 0.8);
+  const std::string path = ::testing::TempDir() + "drafted_inventory.ini";
+  std::ofstream(path) << text;
+  for (const std::string& why : inconsistencies(path)) ADD_FAILURE() << why << "\n" << text;
+  tp::HostReference ignored;
+  tp::InventoryLines lines;
+  tp::split_host_sections(path, text, ignored, lines);
+  const tp::InventorySpec spec = tp::parse_inventory(path, lines);
+  EXPECT_EQ(spec.gpus, 8);
+  EXPECT_EQ(spec.gpu_name, "NVIDIA H200");
+  EXPECT_EQ(spec.gpu_device_id, 0x2335u);
+  EXPECT_EQ(spec.min_gpu_memory_gb, 150);
+  EXPECT_EQ(spec.min_driver_version, "550.54.15") << "the older of the two";
+  EXPECT_EQ(spec.min_host_memory_gb, std::floor(2051.2 * 0.95));
+  EXPECT_EQ(spec.nics, 8);
+  EXPECT_EQ(spec.min_nic_rate_gbps, 400);
+  EXPECT_EQ(spec.nvlinks_per_gpu, 18);
+  EXPECT_EQ(spec.ecc, true);
+  EXPECT_EQ(spec.mig, false);
+  EXPECT_EQ(spec.ib_ports_active, true);
+  golden.push_back({"node-3.json", h200_node_check(7, 2063.5, "550.90.07")});
+  try {
+    tp::draft_host_file(golden, 0.8);
+    ADD_FAILURE() << "a node with 7 GPUs joined an 8-GPU host type";
+  } catch (const tp::UsageError& e) {
+    EXPECT_THAT(e.what(),
+                HasSubstr("node-3.json found gpus 7 where node-1.json, node-2.json found 8"));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(ScenariosHosts, HostFile, ::testing::ValuesIn(host_files()),
