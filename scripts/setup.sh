@@ -15,6 +15,8 @@ packages=(
   nlohmann-json3-dev libopenblas-dev libxxhash-dev libhwloc-dev
   # The crash report's stack walk and symbol names (common/crash_stack.cpp).
   libunwind-dev
+  # The integration harness's stacks of every rank of a run that outlives its timeout.
+  gdb
   python3 clang-format clang-tidy shellcheck
   # g++'s ThreadSanitizer runtime, for scripts/tsan.sh; g++ usually brings it already.
   libtsan2

@@ -4,6 +4,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,76 @@ def assert_readable(text, what="summary"):
                              + "\n".join(unreadable))
 
 
+def descendants(pid):
+    """Every process under `pid` (mpirun's daemons and ranks), read from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def stacks_of_hung_ranks(pid, most=8):
+    """Every thread's stack of each trainproof rank under `pid` (gdb, where installed), then
+    SIGABRT to each, whose crash report (docs/crash-report.md) names the rank, host and frames:
+    a hang in CI leaves where every rank was, not only "timed out"."""
+    ranks = []
+    for child in descendants(pid):
+        try:
+            with open(f"/proc/{child}/comm") as f:
+                if f.read().strip() == "trainproof":
+                    ranks.append(child)
+        except OSError:
+            pass
+    text = []
+    for rank in ranks[:most]:
+        if shutil.which("gdb"):
+            try:
+                bt = subprocess.run(["gdb", "-p", str(rank), "-batch", "-ex",
+                                     "thread apply all bt 30"], capture_output=True, text=True,
+                                    timeout=30).stdout
+            except subprocess.TimeoutExpired:
+                bt = "(gdb did not answer in 30 s)"
+            text.append(f"=== pid {rank}\n" + "\n".join(
+                line for line in bt.splitlines() if line.startswith(("#", "Thread"))))
+    for rank in ranks:
+        try:
+            os.kill(rank, signal.SIGABRT)
+        except OSError:
+            pass
+    return "\n".join(text)
+
+
+def run_bounded(cmd, timeout, env=None):
+    """subprocess.run(cmd) within `timeout`; past it, an AssertionError holding the command, what
+    it printed so far and every rank's stacks."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stacks = stacks_of_hung_ranks(proc.pid)
+        try:
+            stdout, stderr = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        raise AssertionError(f"{shlex.join(cmd)} still ran after {timeout} s\n"
+                             f"stdout (end):\n{stdout[-3000:]}\nstderr (end):\n{stderr[-6000:]}"
+                             f"\nstacks:\n{stacks}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
 def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed",
            subcommand="train", env=None):
     """Runs `trainproof SUBCOMMAND` on `ranks` local ranks (with `env`, the ranks' environment);
@@ -91,7 +162,7 @@ def mpirun(ranks, *args, scenario=TINY, timeout=240, bind="core:overload-allowed
         if "--report" not in args:
             cmd += ["--report", report_path]
         cmd += ["--log.level=warn", *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        proc = run_bounded(cmd, timeout, env)
         report = None
         if os.path.exists(report_path):
             with open(report_path) as f:
