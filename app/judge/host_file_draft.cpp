@@ -28,6 +28,11 @@ bool higher_is_better(const ReferenceFigureName& f) {
   return f.threshold.rfind("min_", 0) == 0;
 }
 
+// A figure with one threshold of its own: not the job's shape, nor a per-unit one (_per_gpu).
+bool drafted(const ReferenceFigureName& f) {
+  return !f.threshold.empty() && f.threshold.find("_per_") == std::string::npos;
+}
+
 // The stages a report ran: an acceptance run's attempts, else each section it has; and the drill,
 // whose section report merge adds to an acceptance run's.
 StageAttempts stages_in(const json& report) {
@@ -67,7 +72,7 @@ std::map<std::string, double> figures_of(const json& report, int64_t busbw_bytes
   const json checks =
       judge_thresholds(every_gate_threshold(busbw_bytes), report, stages_in(report));
   for (const ReferenceFigureName& f : reference_figure_names()) {
-    if (f.threshold.empty() || f.threshold.find("_per_") != std::string::npos) continue;
+    if (!drafted(f)) continue;
     for (const json& c : checks) {
       const std::string name = c.value("name", "");
       if (name != f.threshold && name.rfind(f.threshold + ".", 0) != 0) continue;
@@ -132,14 +137,9 @@ void check_same_work(Work& work, const GoldenReport& g) {
                      ": golden runs of one host file run the same work");
   if (!(shape_of(g.report) == work.shape))
     throw UsageError("report hostfile: " + g.path +
-                     " ran another job shape (nodes, ranks per "
-                     "node) than " +
-                     work.shape_from + ": [reference] states one");
+                     " ran another job shape (nodes, ranks per node) than " + work.shape_from +
+                     ": [reference] states one");
 }
-
-}  // namespace
-
-namespace {
 
 // A number field of a report's object, -1 when absent or not a number.
 double number_or_none(const json& j, const char* key) {
@@ -273,14 +273,13 @@ std::string gate_and_reference_text(const std::string& files, int runs, const Wo
         "largest.\nbusbw_bytes = " +
         std::to_string(busbw_bytes) + "\n";
   std::string reference =
-      "\n[reference]\n# The job the golden runs ran, and the worst figure of "
-      "the " +
+      "\n[reference]\n# The job the golden runs ran, and the worst figure of the " +
       std::to_string(runs) + " run(s).\nnodes = " + std::to_string(work.shape.nodes) +
       "\nranks_per_node = " + std::to_string(work.shape.ranks_per_node) +
       "\ngpus_per_node = " + std::to_string(work.shape.gpus_per_node) + "\n";
   std::string not_measured;
   for (const ReferenceFigureName& f : reference_figure_names()) {
-    if (f.threshold.empty() || f.threshold.find("_per_") != std::string::npos) continue;
+    if (!drafted(f)) continue;
     const auto w = worst.find(f.name);
     if (w == worst.end()) {
       not_measured += (not_measured.empty() ? "" : ", ") + f.threshold;
