@@ -27,7 +27,6 @@ BRIDGE=vcbr0
 NET=198.18.0
 CTLD_PORT=16817
 SLURMD_PORT=16818
-SRUN_PORTS=16900-16999
 
 say() { printf 'vcluster: %s\n' "$*" >&2; }
 
@@ -64,8 +63,12 @@ ClusterName=trainproof-vc
 SlurmctldHost=$(hostname)($NET.1)
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
-SrunPortRange=$SRUN_PORTS
 AuthType=auth/munge
+# No SrunPortRange: srun's ports are the kernel's ephemeral ones. srun's socket for a queued
+# allocation takes any SRUN_JOB_COMPLETE that reaches it, whichever job it names; in a range of
+# 100 ports a new srun often binds a port a just-ended srun had, the controller's late message for
+# that job arrives there, and the new srun cancels its own allocation ("Job has been cancelled",
+# "Unable to allocate resources: No error"; docs/slurm.md).
 # A requeued job waits out its old credentials before it may start again (120 s by default); a
 # job started sooner is killed as "non-startable: Job credential revoked".
 AuthInfo=cred_expire=30

@@ -91,6 +91,16 @@ class VirtualCluster(ClusterCase):
                          [f"vc-n{i}: {probe}-vc-n{i} {probe}-vc-n{i}" for i in (1, 2)])
         self.assertEqual([f for f in os.listdir("/dev/shm") if f.startswith(probe)], [])
 
+    def test_srun_ports_are_the_kernels(self):
+        # A narrow SrunPortRange lets a queued srun take a just-ended srun's late SRUN_JOB_COMPLETE
+        # as its own and cancel its job before it runs (docs/slurm.md, "An srun cancelled before
+        # it ran"): the cluster leaves srun's ports to the kernel.
+        config = run(["scontrol", "show", "config"])
+        self.assertEqual(config.returncode, 0, config)
+        ports = re.search(r"^SrunPortRange\s*=\s*(\S+)", config.stdout, re.M)
+        self.assertIsNotNone(ports, config.stdout[-2000:])
+        self.assertEqual(ports.group(1), "0-0")
+
     def test_node_local_checkpoint_folder_is_refused_naming_the_node(self):
         # /tmp is each node's own: rank 0's probe file is not there on vc-n2.
         local = self.train("local", "--checkpoint.dir=/tmp/trainproof-ckpt",
