@@ -7,6 +7,7 @@
 
 #include "app/cli/option_values.h"
 #include "app/cli/output_options.h"
+#include "app/node_check_load.h"
 #include "app/node_check_report.h"
 #include "app/report/context.h"
 #include "app/report/outputs.h"
@@ -24,16 +25,20 @@ struct NodeCheckConfig {
   std::string level, report_path;
   MachineRoots roots;
   SideOutputs outputs;
+  LoadCheckConfig load;
 };
 
 NodeCheckConfig node_check_config_from(const Invocation& inv) {
   const po::variables_map& vm = inv.options;
   NodeCheckConfig c;
   c.level = one_of(vm, "level", {"quick", "full"});
-  if (c.level == "full")
-    throw UsageError(
-        "level=full (the GPU burn, memory and copy bandwidth, the P2P matrix) is not built yet; "
-        "use level=quick");
+  c.load.full = c.level == "full";
+  c.load.burn_s = in_range(vm, "health.burn_s", 0, 86400, true);
+  c.load.sample_s = in_range(vm, "health.sample_s", 0, 60, true);
+  c.load.xid_lookback_s = in_range(vm, "health.xid_lookback_s", 0, 30 * 86400.0, false);
+  if (const std::string log = vm["test.kernel_log"].as<std::string>(); !log.empty())
+    c.load.kernel_log = log;
+  c.load.rules = &inv.inventory;
   c.report_path = vm["report"].as<std::string>();
   check_output_file("--report", c.report_path);
   c.outputs = side_outputs_from(vm, true);
@@ -56,6 +61,10 @@ NodeCheckRecord check_node(const Invocation& inv, const NodeCheckConfig& c) {
   r.driver.nccl_version = nccl_library_version(r.driver.nccl_unavailable);
   r.inventory = judge_inventory(inv.inventory, r.machine, r.mounts, r.driver);
   r.health = judge_gpu_health(r.machine.host, r.driver);
+  if (c.load.full)
+    check_under_load(c.load, r);
+  else
+    check_kernel_log(c.load, r);
   if (const std::string hooks = test_hooks_warning(inv.options); !hooks.empty())
     r.warnings.push_back(hooks);
   return r;

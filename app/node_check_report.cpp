@@ -1,6 +1,7 @@
 #include "app/node_check_report.h"
 
 #include "app/cli/build_info.h"
+#include "app/node_check_load_report.h"
 #include "app/report/gate.h"
 #include "app/report/node_actions.h"
 
@@ -167,13 +168,23 @@ json node_check_report(const NodeCheckRecord& r) {
     findings.back()["action"] = i.action;
     reasons.push_back(i.reason);
   }
-  for (const HealthFinding& f : r.health) {
-    findings.push_back(node_finding("gpu_health", f.reason, f.status));
-    findings.back()["action"] = f.action;
-    reasons.push_back(f.reason);
+  const std::pair<const char*, const std::vector<HealthFinding>*> health[] = {
+      {"gpu_health", &r.health},
+      {"xid", &r.xid_findings},
+      {"load_health", &r.load_findings},
+      {"gpu_burn", &r.burn_findings}};
+  for (const auto& [check, list] : health)
+    for (const HealthFinding& f : *list) {
+      findings.push_back(node_finding(check, f.reason, f.status));
+      findings.back()["action"] = f.action;
+      reasons.push_back(f.reason);
+    }
+  json checks = json::array({inventory_check(r.inventory, r.host_file),
+                             gpu_health_check(r.health, r.driver), xid_check(r)});
+  if (r.under_load) {
+    checks.push_back(load_health_check(r));
+    checks.push_back(gpu_burn_check(r));
   }
-  json checks = json::array(
-      {inventory_check(r.inventory, r.host_file), gpu_health_check(r.health, r.driver)});
   json report = {
       {"schema", kReportSchema},
       {"verdict", verdict_of_checks(checks)},
@@ -188,7 +199,11 @@ json node_check_report(const NodeCheckRecord& r) {
        {{"level", r.level},
         {"inventory", items},
         {"machine", machine_json(r.machine, r.mounts)},
-        {"driver", driver_json(r.driver)}}},
+        {"driver", driver_json(r.driver)},
+        {"driver_after_load", r.under_load ? driver_json(r.driver_after) : json(nullptr)},
+        {"xids", xids_json(r)},
+        {"load", load_json(r)},
+        {"burn", burn_json(r)}}},
       {"nodes", json::array({{{"host", r.machine.host},
                               {"flagged", !findings.empty()},
                               {"reasons", reasons},

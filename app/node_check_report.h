@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "node/burn.h"
 #include "node/gpu_health.h"
 #include "node/inventory_judge.h"
+#include "node/load_health.h"
 #include "node/machine_facts.h"
 
 namespace tp {
@@ -19,6 +21,18 @@ struct NodeCheckRecord {
   DriverView driver;
   std::vector<InventoryItem> inventory;
   std::vector<HealthFinding> health;
+  // XIDs: the kernel log's look-back window, and (level=full) NVML's events during the burn.
+  std::vector<XidEvent> kernel_xids;
+  std::string kernel_log_unreadable;
+  double xid_lookback_s = 0;
+  std::vector<HealthFinding> xid_findings;
+  // level=full: the burn, what the GPUs did during it, and what changed across it.
+  bool under_load = false;
+  LoadHealth load;
+  DriverView driver_after;
+  std::vector<HealthFinding> load_findings;
+  BurnRecord burn;
+  std::vector<HealthFinding> burn_findings;
   std::vector<std::string> warnings;  // context.warnings: what makes the record less than real
 };
 

@@ -9,11 +9,6 @@
 namespace tp {
 namespace {
 
-std::string error_text(const Nvml& n, NvmlReturn code) {
-  const char* text = n.error_string ? n.error_string(code) : nullptr;
-  return text ? text : "NVML error " + std::to_string(code);
-}
-
 // A text attribute, "" when the call is missing or fails.
 std::string text_of(NvmlReturn (*call)(NvmlDevice, char*, unsigned), NvmlDevice d) {
   char text[96] = {};
@@ -29,7 +24,9 @@ void mode_of(NvmlReturn (*call)(NvmlDevice, T*, T*), NvmlDevice d, int& now, int
   pending = next ? 1 : 0;
 }
 
-DriverGpu gpu_of(const Nvml& n, unsigned index, NvmlDevice d) {
+}  // namespace
+
+DriverGpu read_driver_gpu(const Nvml& n, unsigned index, NvmlDevice d) {
   DriverGpu g;
   g.index = int(index);
   g.name = text_of(n.name, d);
@@ -63,11 +60,18 @@ DriverGpu gpu_of(const Nvml& n, unsigned index, NvmlDevice d) {
   return g;
 }
 
+namespace {
+
 std::string cuda_version_text(int code) {
   return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 10);
 }
 
 }  // namespace
+
+std::string nvml_error_text(const Nvml& n, NvmlReturn code) {
+  const char* text = n.error_string ? n.error_string(code) : nullptr;
+  return text ? text : "NVML error " + std::to_string(code);
+}
 
 std::string sysfs_pci_address(const std::string& nvml_bus_id) {
   std::string text;
@@ -89,7 +93,7 @@ DriverView read_nvml() {
   Nvml n = open_nvml(view.unavailable);
   if (!view.unavailable.empty()) return view;
   if (const NvmlReturn code = n.init(); code != kNvmlSuccess) {
-    view.unavailable = "nvmlInit_v2: " + error_text(n, code);
+    view.unavailable = "nvmlInit_v2: " + nvml_error_text(n, code);
     return view;
   }
   char version[96] = {};
@@ -100,7 +104,7 @@ DriverView read_nvml() {
     view.cuda_driver_version = cuda_version_text(cuda);
   unsigned count = 0;
   if (const NvmlReturn code = n.count(&count); code != kNvmlSuccess) {
-    view.unavailable = "nvmlDeviceGetCount_v2: " + error_text(n, code);
+    view.unavailable = "nvmlDeviceGetCount_v2: " + nvml_error_text(n, code);
     n.shutdown();
     return view;
   }
@@ -109,7 +113,7 @@ DriverView read_nvml() {
     NvmlDevice d = nullptr;
     // A GPU NVML counts but cannot open (lost, or in a reset) is left out: the PCI bus still
     // shows it, and the inventory names it missing.
-    if (n.by_index(i, &d) == kNvmlSuccess) view.gpus.push_back(gpu_of(n, i, d));
+    if (n.by_index(i, &d) == kNvmlSuccess) view.gpus.push_back(read_driver_gpu(n, i, d));
   }
   n.shutdown();
   return view;  // the library stays loaded: unloading a driver library is never worth the risk

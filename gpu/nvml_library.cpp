@@ -53,6 +53,11 @@ Nvml open_nvml(std::string& why) {
   bind(n.handle, n.pcie_width, "nvmlDeviceGetCurrPcieLinkWidth");
   bind(n.handle, n.pcie_replays, "nvmlDeviceGetPcieReplayCounter");
   bind(n.handle, n.nvlink_errors, "nvmlDeviceGetNvLinkErrorCounter");
+  bind(n.handle, n.event_set_create, "nvmlEventSetCreate");
+  bind(n.handle, n.supported_events, "nvmlDeviceGetSupportedEventTypes");
+  bind(n.handle, n.register_events, "nvmlDeviceRegisterEvents");
+  bind(n.handle, n.event_wait, "nvmlEventSetWait_v2");
+  bind(n.handle, n.event_set_free, "nvmlEventSetFree");
   if (!n.init || !n.shutdown || !n.count || !n.by_index)
     why =
         "libnvidia-ml.so.1 lacks nvmlInit_v2, nvmlDeviceGetCount_v2 or "

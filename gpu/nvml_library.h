@@ -25,6 +25,17 @@ struct NvmlMemory {
   unsigned long long total, free, used;
 };
 
+// nvmlEventSet_t and nvmlEventData_t.
+using NvmlEventSet = struct NvmlEventSetOpaque*;
+struct NvmlEventData {
+  NvmlDevice device;
+  unsigned long long event_type;
+  unsigned long long event_data;  // the XID, for an XID event (999: the driver does not know it)
+  unsigned gpu_instance_id, compute_instance_id;
+};
+constexpr unsigned long long kNvmlEventXidCriticalError = 0x8;
+constexpr NvmlReturn kNvmlTimeout = 10;
+
 // The functions gpu/nvml.cpp and gpu/nvml_health.cpp call, looked up by name; a missing one
 // leaves its field unknown.
 struct Nvml {
@@ -62,11 +73,23 @@ struct Nvml {
   NvmlReturn (*pcie_width)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*pcie_replays)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*nvlink_errors)(NvmlDevice, unsigned, int, unsigned long long*) = nullptr;
+  // XID events (gpu/nvml_watch.cpp).
+  NvmlReturn (*event_set_create)(NvmlEventSet*) = nullptr;
+  NvmlReturn (*supported_events)(NvmlDevice, unsigned long long*) = nullptr;
+  NvmlReturn (*register_events)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;
+  NvmlReturn (*event_wait)(NvmlEventSet, NvmlEventData*, unsigned) = nullptr;
+  NvmlReturn (*event_set_free)(NvmlEventSet) = nullptr;
 };
 
 // Opens libnvidia-ml.so.1 and looks up every function; `why` says what is missing, "" when the
 // library can be used.
 Nvml open_nvml(std::string& why);
+
+// NVML's text for `code`.
+std::string nvml_error_text(const Nvml& nvml, NvmlReturn code);
+
+// What the driver says of GPU `index` (its identity, set-up, links and health), in an open session.
+DriverGpu read_driver_gpu(const Nvml& nvml, unsigned index, NvmlDevice device);
 
 // The GPU's health counters and state (docs/node-check.md, "GPU health").
 GpuHealth read_gpu_health(const Nvml& nvml, NvmlDevice device);

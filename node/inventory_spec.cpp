@@ -84,6 +84,23 @@ std::vector<MountSpec> mounts(const std::string& where, const std::string& key,
   return out;
 }
 
+// "79, 48": XIDs, for a [health] list.
+std::vector<long long> xid_list(const std::string& where, const std::string& key,
+                                const std::string& text) {
+  std::vector<long long> out;
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');)
+    out.push_back(whole_number(where, key, trimmed(item), 1, 100000));
+  if (out.empty()) bad_value(where, key, text, "a comma list of XIDs");
+  return out;
+}
+
+double share(const std::string& where, const std::string& key, const std::string& text) {
+  const double value = amount(where, key, text);
+  if (value >= 1) bad_value(where, key, text, "a share from 0 to below 1");
+  return value;
+}
+
 struct Key {
   std::string name, meaning;
   Reader read;
@@ -157,6 +174,16 @@ const std::vector<Key>& keys() {
        [](S& s, W w, W v) { s.cpu_model = plain_text(w, "cpu_model", v); }},
       {"mounts", "PATH[:MIN_FREE_GB], ...: mount points that must exist, with free space",
        [](S& s, W w, W v) { s.mounts = mounts(w, "mounts", v); }},
+      {"health.clock_event_share",
+       "[health] a clock-event reason in more than this share of a load's samples is a finding "
+       "(0.05)",
+       [](S& s, W w, W v) { s.clock_event_share = share(w, "clock_event_share", v); }},
+      {"health.fatal_xids", "[health] XIDs that fail the GPU, beyond the shipped table's",
+       [](S& s, W w, W v) { s.xids.fatal = xid_list(w, "fatal_xids", v); }},
+      {"health.warn_xids", "[health] XIDs that only warn",
+       [](S& s, W w, W v) { s.xids.warn = xid_list(w, "warn_xids", v); }},
+      {"health.application_xids", "[health] XIDs that are an application's, no finding",
+       [](S& s, W w, W v) { s.xids.application = xid_list(w, "application_xids", v); }},
   };
   return table;
 }
@@ -204,9 +231,13 @@ InventorySpec parse_inventory(const std::string& path, const InventoryLines& lin
     for (const Key& k : keys())
       if (k.name == name) key = &k;
     if (!key) {
+      const bool health = name.rfind("health.", 0) == 0;
       std::string known;
-      for (const Key& k : keys()) known += (known.empty() ? "" : ", ") + k.name;
-      throw UsageError(where + ": unknown inventory key '" + name + "' (known: " + known + ")");
+      for (const Key& k : keys())
+        if ((k.name.rfind("health.", 0) == 0) == health)
+          known += (known.empty() ? "" : ", ") + k.name.substr(health ? 7 : 0);
+      throw UsageError(where + ": unknown " + (health ? "[health]" : "inventory") + " key '" +
+                       name.substr(health ? 7 : 0) + "' (known: " + known + ")");
     }
     key->read(spec, where, given.value);
   }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "node/xid_rules.h"
+
 namespace tp {
 
 // A mount that must exist, with the free space it must keep.
@@ -41,8 +43,11 @@ struct InventorySpec {
   std::optional<int> min_cpus;
   std::string cpu_model;  // a part of /proc/cpuinfo's model name
   std::vector<MountSpec> mounts;
+  // The host file's [health] section: the health rules' overrides (docs/node-check.md).
+  std::optional<double> clock_event_share;
+  XidOverrides xids;
 
-  bool empty() const;
+  bool empty() const;  // no [inventory] key ([health] aside)
 };
 
 // One [inventory] line as the host file gave it, for the message that names it.
@@ -55,8 +60,9 @@ using InventoryLines = std::map<std::string, InventoryLine>;
 // Every key an [inventory] section may hold, with what its value is, for errors and --help.
 const std::vector<std::pair<std::string, std::string>>& inventory_keys();
 
-// Reads the lines of an [inventory] section. UsageError (exit 2) names the file, the line, the
-// key and the value for an unknown key or a value of the wrong kind.
+// Reads the lines of an [inventory] section, and of a [health] section as "health.KEY". UsageError
+// (exit 2) names the file, the line, the key and the value for an unknown key or a value of the
+// wrong kind.
 InventorySpec parse_inventory(const std::string& path, const InventoryLines& lines);
 
 // "550.54.15" against "550.54": -1, 0 or 1 comparing field by field as numbers (a missing field

@@ -20,7 +20,7 @@ esac
 # Only the two binaries this lane runs are built.
 if [ "$mode" != --no-build ]; then
   TRAINPROOF_BUILD_DIR=$build_dir CMAKE_BUILD_TYPE=RelWithDebInfo \
-    TRAINPROOF_BUILD_TARGETS="trainproof unit_thread_tests" scripts/build.sh \
+    TRAINPROOF_BUILD_TARGETS="trainproof unit_thread_tests fake_nvml" scripts/build.sh \
     -DTRAINPROOF_TSAN=ON -DTRAINPROOF_CUDA=OFF
 fi
 [ "$mode" != --build-only ] || exit 0
@@ -112,6 +112,31 @@ tsan_run train-shared-file 0 train "${tiny[@]}" "${threads[@]}" --data.dir="$wor
 tsan_run watchdog-fires 3 train "${tiny[@]}" "${threads[@]}" --data.dir="$work/raw" \
   --data.readers=2 --checkpoint.dir="$work/ckpt-hang" --train.steps=24 \
   --fault hang:rank=1,step=6 --watchdog.timeout_s=2 --report "$work/hang.json"
+
+# node-check --level=full: the burn's threads and the NVML watch's, with the test library
+# libnvidia-ml.so.1 answering for two GPUs that raise an XID during the load. No MPI.
+echo "== tsan: node-check-full"
+cat >"$work/nvml.json" <<'EOF_NVML'
+{"driver_version": "550.90.07", "cuda_driver_version": 12040,
+ "gpus": [{"name": "NVIDIA H200", "uuid": "GPU-1", "pci_bus_id": "00000000:18:00.0",
+           "max_pcie": [5, 16], "health": {"pcie": [1, 16], "clock_event_reasons": 1},
+           "later": {"health": {"pcie": [5, 16], "clock_event_reasons": 4}}},
+          {"name": "NVIDIA H200", "uuid": "GPU-2", "pci_bus_id": "00000000:28:00.0",
+           "max_pcie": [5, 16], "health": {"pcie": [1, 16], "clock_event_reasons": 1},
+           "later": {"health": {"pcie": [5, 16], "clock_event_reasons": 4},
+                     "xid_events": [79]}}]}
+EOF_NVML
+rc=0
+LD_LIBRARY_PATH="$PWD/$build_dir/tests/fake_nvml" FAKE_NVML_FILE="$work/nvml.json" "$bin" \
+  node-check --level=full --health.burn_s=2 --health.sample_s=0.1 \
+  --report "$work/node.json" >"$work/node-check-full.log" 2>&1 || rc=$?
+# Exit 1: the XID is the node's finding.
+if [ "$rc" -ne 1 ] || grep -q 'WARNING: ThreadSanitizer' "$work/node-check-full.log" ||
+  ! grep -q 'XID 79' "$work/node-check-full.log"; then
+  cat "$work/node-check-full.log"
+  echo "tsan: FAIL: node-check-full (exit $rc)"
+  failed=1
+fi
 
 if [ "$failed" -ne 0 ]; then
   echo "tsan: FAIL (tests/tsan.supp is for races whose ordering is inside a library)" >&2

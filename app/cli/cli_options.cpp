@@ -319,8 +319,18 @@ po::options_description node_options() {
       ("level", po::value<std::string>()->default_value("quick")->value_name("LEVEL"),
        "quick: the machine against the [inventory] of --gate.file HOSTFILE (its [gate] "
        "thresholds aside): GPUs, NICs and their ports, versions, memory, CPUs and mounts, in a "
-       "few seconds (for Slurm's HealthCheckProgram, a prolog or an epilog). full (the GPU "
-       "burn, memory and copy bandwidth, the P2P matrix) is not built yet");
+       "few seconds (for Slurm's HealthCheckProgram, a prolog or an epilog), with the kernel "
+       "log's XIDs of health.xid_lookback_s. full adds a GEMM burn of health.burn_s on every "
+       "GPU at once (on the CPU where there is no GPU driver), watched through NVML: clock-event "
+       "reasons and the PCIe link while busy, XID events, counters before and after, and each "
+       "GPU's GEMM rate against its peers")
+      ("health.burn_s", po::value<double>()->default_value(60.0)->value_name("S"),
+       "level=full: seconds of GEMM burn, long enough for a GPU to reach its thermal and power "
+       "steady state")
+      ("health.sample_s", po::value<double>()->default_value(1.0)->value_name("S"),
+       "level=full: seconds between two reads of every GPU's health during the burn")
+      ("health.xid_lookback_s", po::value<double>()->default_value(7200.0)->value_name("S"),
+       "XIDs the kernel log holds from this many seconds back are the node's findings");
   // clang-format on
   return group;
 }
@@ -355,6 +365,8 @@ po::options_description test_options() {
       ("test.sysfs_root", po::value<std::string>()->default_value(""),
        "the topology preflight of test.sysfs_root_rank's node, and node-check, read this tree "
        "instead of /sys")
+      ("test.kernel_log", po::value<std::string>()->default_value(""),
+       "node-check reads these /dev/kmsg records instead of /dev/kmsg")
       ("test.sysfs_root_rank", po::value<int>()->default_value(-1),
        "the rank (the first of its node) that reads test.sysfs_root")
       ("test.sysfs_root_after", po::value<std::string>()->default_value(""),

@@ -69,11 +69,15 @@ std::string split_host_sections(const std::string& path, const std::string& text
                                 HostReference& reference, InventoryLines& inventory) {
   std::istringstream lines(text);
   std::string line, rest;
-  std::string section;  // "reference", "inventory", or "" for a section program_options reads
+  // "reference", "inventory", "health", or "" for a section program_options reads.
+  std::string section;
   for (int number = 1; std::getline(lines, line); ++number) {
     const std::string body = trimmed(line);
     if (!body.empty() && body.front() == '[')
-      section = body == "[reference]" ? "reference" : body == "[inventory]" ? "inventory" : "";
+      section = body == "[reference]"   ? "reference"
+                : body == "[inventory]" ? "inventory"
+                : body == "[health]"    ? "health"
+                                        : "";
     if (section.empty()) {
       rest += line + "\n";
       continue;
@@ -86,9 +90,11 @@ std::string split_host_sections(const std::string& path, const std::string& text
       throw UsageError(where + ": '" + body + "' is not NAME = VALUE");
     const std::string key = trimmed(body.substr(0, equals));
     const std::string value = trimmed(body.substr(equals + 1));
-    if (section == "inventory") {
-      if (!inventory.emplace(key, InventoryLine{value, number}).second)
-        throw UsageError(where + ": inventory key " + key + " given twice");
+    if (section == "inventory" || section == "health") {
+      // [health]'s keys travel with the inventory's, named apart (node/inventory_spec.h).
+      const std::string name = section == "health" ? "health." + key : key;
+      if (!inventory.emplace(name, InventoryLine{value, number}).second)
+        throw UsageError(where + ": " + section + " key " + key + " given twice");
       continue;
     }
     if (!figure_named(key)) {

@@ -36,7 +36,8 @@ using HostReference = std::map<std::string, double>;
 // the key for an unknown figure or a value that is not a finite number >= 0.
 std::string split_reference_section(const std::string& path, const std::string& text,
                                     HostReference& reference);
-// The same, splitting off the [inventory] section too (node/inventory_spec.h reads its lines).
+// The same, splitting off the [inventory] and [health] sections too (node/inventory_spec.h reads
+// their lines; [health] keys as "health.KEY").
 std::string split_host_sections(const std::string& path, const std::string& text,
                                 HostReference& reference, InventoryLines& inventory);
 

@@ -25,7 +25,7 @@ declare -A STAGE_LIMIT_S=(
   [train_cuda_mpi_2rank]=150
   [checkpoint_resume]=150
   [data_path]=120
-  [node_health]=60
+  [node_health]=90
 )
 # shellcheck disable=SC2034
 declare -A STAGE_TITLE=(
@@ -40,7 +40,7 @@ declare -A STAGE_TITLE=(
   [train_cuda_mpi_2rank]="smoke.ini, compute cuda, comm mpi, 2 ranks, twice; digests agree"
   [data_path]="a prepared dataset read by the loader into the GPU compute (nccl 1 rank, mpi 2 ranks), verified; digests agree and differ from synthetic"
   [checkpoint_resume]="GPU state checkpointed, stopped and resumed (nccl file-per-rank sync; mpi 2 ranks shared-file async); digests match the uninterrupted run"
-  [node_health]="trainproof node-check --level=quick against an inventory of this machine's GPUs (NVML): Healthy, and each GPU's health figures at rest"
+  [node_health]="trainproof node-check --level=full (a 20 s burn) against an inventory of this machine's GPUs (NVML): Healthy, each GPU's health at rest, its GEMM rate, and its clocks and PCIe link while busy"
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -574,9 +574,10 @@ stage_data_path() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# node_health: node-check through the real NVML (docs/node-check.md). --level=full (the burn,
-# bandwidths, P2P) is not built yet, so the stage runs the quick level and records what NVML
-# says of every GPU; without a GPU it checks this host against the dev-VM host file.
+# node_health: node-check --level=full through the real NVML (docs/node-check.md): a 20 s GEMM
+# burn on every GPU with the watch beside it (clock reasons, the PCIe link while busy, XIDs),
+# and what NVML says of every GPU; without a GPU it burns the CPU and checks this host against
+# the dev-VM host file.
 
 stage_node_health() {
   local rc hosts=$WORK/node-health.ini report=$WORK/node-health.json last
@@ -587,8 +588,8 @@ stage_node_health() {
     cp "$BUNDLE/scenarios/hosts/dev-vm-2core.ini" "$hosts"
   fi
   cat "$hosts"
-  tmo 30 env LD_LIBRARY_PATH="$RUN_LD" "$BUNDLE/bin/trainproof" node-check --gate.file="$hosts" \
-    --report "$report" >"$WORK/node-health.log" 2>&1
+  tmo 50 env LD_LIBRARY_PATH="$RUN_LD" "$BUNDLE/bin/trainproof" node-check --gate.file="$hosts" \
+    --level=full --health.burn_s=20 --report "$report" >"$WORK/node-health.log" 2>&1
   rc=$?
   cat "$WORK/node-health.log"
   last=$(tail -n 1 "$WORK/node-health.log")
@@ -601,6 +602,15 @@ stage_node_health() {
   fign power_w "$(results get "$report" node_check.driver.gpus.0.health.power_w)"
   fign sm_clock_mhz "$(results get "$report" node_check.driver.gpus.0.health.sm_clock_mhz)"
   fig gpu_health "$(results get "$report" gate.checks.1.status)"
+  fig xid "$(results get "$report" gate.checks.2.status)"
+  fig load_health "$(results get "$report" gate.checks.3.status)"
+  fig gpu_burn "$(results get "$report" gate.checks.4.status)"
+  fig burn_backend "$(results get "$report" node_check.burn.backend)"
+  fign burn_tflops_gpu0 "$(results get "$report" node_check.burn.devices.0.tflops)"
+  fign busy_pcie_gen_gpu0 "$(results get "$report" node_check.load.gpus.0.busy_pcie.gen)"
+  fign busy_pcie_width_gpu0 "$(results get "$report" node_check.load.gpus.0.busy_pcie.width)"
+  fign hottest_c_gpu0 "$(results get "$report" node_check.load.gpus.0.hottest_c)"
+  fign peak_power_w_gpu0 "$(results get "$report" node_check.load.gpus.0.peak_power_w)"
   if [ "$GPU_VISIBLE" != yes ]; then
     if [ "$rc" = 0 ]; then
       verdict skip "no GPU visible; this host against dev-vm-2core.ini: $last"

@@ -22,11 +22,17 @@
 //                     second nvmlInit_v2 on, these fields replace the GPU's own ("health" field
 //                     by field); "missing" makes it a GPU the driver still counts but cannot
 //                     open (NVML_ERROR_GPU_IS_LOST), as one that fell off the bus.
+// And for XID events: a GPU's "xid_events": [79] are delivered once each, through the event set,
+// to the session that registers the GPU for them (put them in "later" to raise them during a
+// load); "events_error": 3 makes nvmlDeviceRegisterEvents answer that code.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -128,6 +134,14 @@ int health_value(void* device, const char* field, T* out, int index = -1) {
   *out = T(index < 0 ? value->get<long long>() : (*value)[size_t(index)].get<long long>());
   return kSuccess;
 }
+
+struct EventData {
+  void* device;
+  unsigned long long event_type, event_data;
+  unsigned gpu_instance_id, compute_instance_id;
+};
+
+std::deque<EventData> pending_events;  // registered GPUs' XIDs not yet delivered
 
 }  // namespace
 
@@ -285,6 +299,40 @@ int nvmlDeviceGetNvLinkErrorCounter(void* d, unsigned link, int counter,
                                     unsigned long long* value) {
   if (link >= 18) return kInvalidArgument;
   return health_value(d, "nvlink_errors", value, counter & 3);
+}
+
+int nvmlEventSetCreate(void** set) {
+  if (!initialised) return kUninitialized;
+  pending_events.clear();
+  *set = reinterpret_cast<void*>(size_t(1));
+  return kSuccess;
+}
+int nvmlDeviceGetSupportedEventTypes(void* d, unsigned long long* types) {
+  if (!gpu(d)) return kInvalidArgument;
+  *types = 0x8;  // nvmlEventTypeXidCriticalError
+  return kSuccess;
+}
+int nvmlDeviceRegisterEvents(void* d, unsigned long long types, void*) {
+  const json* g = gpu(d);
+  if (!g) return kInvalidArgument;
+  if (const int code = fake().value("events_error", 0); code != 0) return code;
+  if ((types & 0x8) && g->contains("xid_events"))
+    for (const json& xid : (*g)["xid_events"])
+      pending_events.push_back({d, 0x8, xid.get<unsigned long long>(), 0, 0});
+  return kSuccess;
+}
+int nvmlEventSetWait_v2(void*, EventData* data, unsigned timeout_ms) {
+  if (!pending_events.empty()) {
+    *data = pending_events.front();
+    pending_events.pop_front();
+    return kSuccess;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+  return 10;  // NVML_ERROR_TIMEOUT
+}
+int nvmlEventSetFree(void*) {
+  pending_events.clear();
+  return kSuccess;
 }
 
 }  // extern "C"

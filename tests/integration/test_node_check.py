@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 import unittest
 import xml.etree.ElementTree as ET
 
@@ -285,6 +286,156 @@ class NodeCheck(unittest.TestCase):
             self.assertIn("level", proc.stderr)
             proc, _ = node_check(tmp, "--report")
             self.assertEqual(proc.returncode, 2, proc.stderr)
+
+
+def busy_h200s(count=8):
+    """Healthy H200s that, once a load starts (the watch's own NVML session is the process's
+    second read), run at their full PCIe link and are capped by SW power only, as under a burn."""
+    nvml = healthy_h200s(count)
+    for g in nvml["gpus"]:
+        g["later"] = {"health": {"pcie": [5, 16], "clock_event_reasons": 0x4,
+                                 "sm_clock_mhz": 1980, "temperature_c": 64,
+                                 "power_mw": 690000}}
+    return nvml
+
+
+def kmsg(*records):
+    """/dev/kmsg records stamped `age` seconds before now on CLOCK_MONOTONIC, the clock the kernel
+    stamps its log with: (age, message) pairs."""
+    now_us = int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1e6)
+    return "\n".join(f"4,{900 + i},{now_us - int(age * 1e6)},-;{message}"
+                     for i, (age, message) in enumerate(records))
+
+
+FULL = ["--level=full", "--health.burn_s=1.5", "--health.sample_s=0.1"]
+
+
+class UnderLoad(unittest.TestCase):
+    """node-check --level=full: a burn (on the CPU here, with the fake driver's GPUs watched
+    beside it), each GPU's clock reasons and PCIe link while busy, NVML's XID events during the
+    load and the kernel log's before it, each named with its GPU, and the healthy node none."""
+
+    def findings(self, report):
+        return [(f["check"], f["status"], f["reason"].split(": ", 1)[1])
+                for f in report["nodes"][0]["findings"]]
+
+    def check(self, report, name):
+        return [c for c in report["gate"]["checks"] if c["name"] == name][0]
+
+    def test_a_healthy_node_under_load_is_healthy_with_its_figures(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, report = node_check(tmp, *h200_node(tmp), *FULL, nvml=busy_h200s())
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertTrue(proc.stdout.endswith(" | Healthy\n"), proc.stdout)
+        self.assertIn("node-check: burning for 1.5 s", proc.stdout)
+        self.assertRegex(proc.stdout, r"the CPU: [0-9.]+ GFLOP/s fp32 GEMM")
+        load = report["node_check"]["load"]
+        self.assertEqual(len(load["gpus"]), 8)
+        for g in load["gpus"]:
+            self.assertGreaterEqual(g["samples"], 2, g)
+            self.assertEqual(g["busy_pcie"], {"gen": 5, "width": 16}, g)
+            self.assertEqual(g["clock_event_samples"]["sw_power_cap"], g["samples"], g)
+            self.assertEqual(g["clock_event_samples"]["hw_slowdown"], 0, g)
+        self.assertTrue(load["watch_stopped"])
+        burn = report["node_check"]["burn"]
+        self.assertEqual((burn["backend"], burn["dtype"]), ("cpu", "fp32"))
+        self.assertGreater(burn["devices"][0]["tflops"], 0)
+        self.assertIn("no NVIDIA driver", burn["why_cpu"])
+        self.assertEqual(report["node_check"]["xids"]["during_load"], [])
+        self.assertIsNone(report["node_check"]["xids"]["events_unavailable"])
+        for name in ("load_health", "gpu_burn", "xid"):
+            self.assertEqual(self.check(report, name)["status"], "pass", self.check(report, name))
+
+    def test_each_fault_under_load_gives_exactly_its_finding_named_with_its_gpu(self):
+        # (GPU, what its "later" adds, the check, the status, the finding)
+        cases = [
+            (5, {"health": {"clock_event_reasons": 0x8 | 0x4}}, "load_health", "fail",
+             "clocks held down by HW slowdown in {n} of {n} samples (100%) of the load"),
+            (2, {"health": {"pcie": [4, 8]}}, "load_health", "fail",
+             "PCIe link at Gen4 x8 while busy (its maximum: Gen5 x16)"),
+            (3, {"xid_events": [79]}, "xid", "fail", "XID 79, GPU has fallen off the bus (once, "
+             "nvml)"),
+            (6, {"health": {"clock_event_reasons": 0x20}}, "load_health", "warn",
+             "clocks held down by SW thermal slowdown in {n} of {n} samples (100%) of the load "
+             "(hottest 64 C)"),
+            (1, {"health": {"ecc": {"uncorrected_volatile": 1}}}, "load_health", "fail",
+             "uncorrectable ECC errors rose by 1 (0 -> 1) during the load"),
+        ]
+        for index, later, check, status, finding in cases:
+            nvml = busy_h200s()
+            g = nvml["gpus"][index]
+            for key, value in later.items():
+                if key == "health":
+                    g["later"]["health"].update(value)
+                else:
+                    g["later"][key] = value
+            with self.subTest(later=later), tempfile.TemporaryDirectory() as tmp:
+                proc, report = node_check(tmp, *h200_node(tmp), *FULL, nvml=nvml)
+                self.assertEqual(proc.returncode, 1 if status == "fail" else 0,
+                                 proc.stdout + proc.stderr)
+                n = report["node_check"]["load"]["gpus"][index]["samples"]
+                found = self.findings(report)
+                self.assertEqual(len(found), 1, found)
+                self.assertEqual(found[0][:2], (check, status), found)
+                self.assertIn(f"GPU {index} (GPU-{1000 + index}, {gpu_address(index)}): "
+                              + finding.format(n=n), found[0][2])
+                self.assertEqual(self.check(report, check)["status"], status)
+                if status == "fail":
+                    self.assertIn(f"| ERROR: trainproof: {check}: GPU {index}",
+                                  proc.stdout.splitlines()[-1])
+
+    def test_the_kernel_logs_xids_of_the_window_are_named_and_a_host_file_moves_them(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "kmsg")
+            write(log, kmsg(
+                (120, "NVRM: Xid (PCI:0000:28:00): 79, pid='<unknown>', GPU has fallen off"),
+                (60, "NVRM: Xid (PCI:0000:28:00): 48, pid=1234, name=python, An uncorrectable "
+                     "double bit error (DBE) has been detected"),
+                (50, "mlx5_core 0000:1a:00.0: Port module event: module 0, Cable plugged"),
+                (40, "NVRM: Xid (PCI:0000:58:00): 13, Graphics Exception: ESR 0x405840")))
+            # The kernel's clock starts at boot: ages stay well under the uptime of any test host.
+            args = [*h200_node(tmp), f"--test.kernel_log={log}"]
+            proc, report = node_check(tmp, *args, "--health.xid_lookback_s=90",
+                                      nvml=healthy_h200s())
+            self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+            self.assertEqual(self.findings(report), [(
+                "xid", "fail", f"GPU 1 (GPU-1001, {gpu_address(1)}): XID 48, double-bit ECC "
+                "error (once, kernel log)")])
+            xids = report["node_check"]["xids"]
+            self.assertEqual([x["xid"] for x in xids["kernel_log"]], [48, 13])
+            self.assertEqual(xids["lookback_s"], 90)
+            # A site that has seen XID 13 from a bad GPU makes it fatal; the default window reads
+            # the 79 too.
+            hosts = args[0].split("=", 1)[1]
+            with open(hosts, "a") as f:
+                f.write("[health]\nfatal_xids = 13\n")
+            proc, report = node_check(tmp, *args, nvml=healthy_h200s())
+            self.assertEqual([(c, s, r.split(":")[0]) for c, s, r in self.findings(report)],
+                             [("xid", "fail", "GPU 1 (GPU-1001, 0000"),
+                              ("xid", "fail", "GPU 1 (GPU-1001, 0000"),
+                              ("xid", "fail", "GPU 4 (GPU-1004, 0000")])
+            with open(hosts, "a") as f:
+                f.write("fatal_xid = 13\n")
+            proc, _ = node_check(tmp, *args, nvml=healthy_h200s())
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertIn("unknown [health] key 'fatal_xid'", proc.stderr)
+
+    def test_an_unreadable_kernel_log_makes_the_xid_check_na_with_the_reason(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, report = node_check(tmp, f"--gate.file={DEV_VM}",
+                                      f"--test.kernel_log={tmp}/absent")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        check = self.check(report, "xid")
+        self.assertEqual(check["status"], "n/a", check)
+        self.assertIn("absent: No such file or directory", check["reason"])
+
+    def test_this_vm_under_load_is_healthy(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, report = node_check(tmp, f"--gate.file={DEV_VM}", *FULL)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertTrue(proc.stdout.endswith(" | Healthy\n"), proc.stdout)
+        self.assertEqual(self.check(report, "load_health")["status"], "n/a")
+        self.assertEqual(self.check(report, "gpu_burn")["status"], "pass")
 
 
 class InAcceptsPreflight(unittest.TestCase):

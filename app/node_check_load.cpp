@@ -1,0 +1,119 @@
+#include "app/node_check_load.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "gpu/nvml.h"
+#include "gpu/nvml_watch.h"
+#include "node/health_change.h"
+#include "node/kernel_log.h"
+
+namespace tp {
+namespace {
+
+LoadRules rules_of(const LoadCheckConfig& c) {
+  LoadRules rules;
+  if (!c.rules) return rules;
+  if (c.rules->clock_event_share) rules.clock_event_share = *c.rules->clock_event_share;
+  rules.xids = c.rules->xids;
+  return rules;
+}
+
+std::string device_label(const BurnDevice& d) {
+  if (d.gpu < 0) return "the CPU";
+  return "GPU " + std::to_string(d.gpu) + " (" + (d.uuid.empty() ? "" : d.uuid + ", ") +
+         d.pci_address + ")";
+}
+
+std::vector<HealthFinding> burn_findings(const std::string& host, const BurnRecord& burn,
+                                         bool driver_present) {
+  std::vector<HealthFinding> out;
+  if (!burn.unavailable.empty() && driver_present)
+    out.push_back({"fail", host + ": the burn could not run: " + burn.unavailable,
+                   "check the CUDA toolkit and libtrainproof_gpu.so beside trainproof, then the "
+                   "GPUs (nvidia-smi)"});
+  for (const BurnDevice& d : burn.devices)
+    if (!d.error.empty())
+      out.push_back({"fail", host + ": " + device_label(d) + ": the burn failed: " + d.error,
+                     "drain the node and reset the GPU; run node-check --level=full again"});
+  for (const PeerFlag& flag : burn.peers.flags)
+    out.push_back({flag.status, flag.reason,
+                   "drain the node; burn that GPU alone to confirm, then check its cooling and "
+                   "power, and replace it if it stays slow"});
+  return out;
+}
+
+std::string rate_text(double flops) {
+  char text[48];
+  if (flops >= 1e12)
+    std::snprintf(text, sizeof text, "%.1f TFLOP/s", flops / 1e12);
+  else
+    std::snprintf(text, sizeof text, "%.2f GFLOP/s", flops / 1e9);
+  return text;
+}
+
+void print_burn(const BurnRecord& burn) {
+  for (const BurnDevice& d : burn.devices) {
+    std::cout << "  " << device_label(d) << ": ";
+    if (!d.error.empty())
+      std::cout << "failed: " << d.error << "\n";
+    else
+      std::cout << rate_text(d.figure) << " " << burn.dtype << " GEMM, " << d.rates.size()
+                << " measurement(s)"
+                << (d.confirmed >= 0 ? ", measured again: " + rate_text(d.confirmed) : "") << "\n";
+  }
+  std::cout << std::flush;
+}
+
+// What changed across the burn: the counters of every GPU, and a driver that stopped answering.
+std::vector<HealthFinding> change_findings(const std::string& host, const DriverView& before,
+                                           const DriverView& after) {
+  if (!before.loaded) return {};
+  if (!after.loaded)
+    return {{"fail",
+             host + ": the GPU driver stopped answering during the burn: " + after.unavailable,
+             "drain the node and reboot it"}};
+  return judge_gpu_change(host, before, after);
+}
+
+}  // namespace
+
+void check_kernel_log(const LoadCheckConfig& c, NodeCheckRecord& r) {
+  const KernelLog log = read_kernel_log(c.kernel_log);
+  r.xid_lookback_s = c.xid_lookback_s;
+  r.kernel_log_unreadable = log.unreadable;
+  r.kernel_xids = kernel_log_xids(log.records, log.now_us, c.xid_lookback_s);
+  std::vector<XidEvent> all = r.kernel_xids;
+  all.insert(all.end(), r.load.xids.begin(), r.load.xids.end());
+  r.xid_findings = judge_xids(r.machine.host, all, rules_of(c).xids, r.driver);
+}
+
+void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
+  const std::string& host = r.machine.host;
+  std::cout << "node-check: burning for " << c.burn_s << " s (GEMM on every GPU, or the CPU), "
+            << "reading every GPU each " << c.sample_s << " s" << std::endl;
+  NvmlWatch watch(c.sample_s);
+  BurnOptions options;
+  options.seconds = c.burn_s;
+  r.burn = run_burn(host, options);
+  // A read of every GPU takes milliseconds; a watch that has not come back in this long is
+  // stuck in the driver.
+  const NvmlWatchRecord watched = watch.stop(std::max(10.0, 4 * c.sample_s));
+  r.driver_after = read_nvml();
+  r.load = summarise_load(watched);
+  r.under_load = true;
+  print_burn(r.burn);
+  const LoadRules rules = rules_of(c);
+  r.load_findings = judge_load_health(host, r.load, rules);
+  const auto changed = change_findings(host, r.driver, r.driver_after);
+  r.load_findings.insert(r.load_findings.end(), changed.begin(), changed.end());
+  r.burn_findings = burn_findings(host, r.burn, r.burn.why_cpu.empty());
+  // The kernel log after the burn: its window now covers the burn too, and the XIDs NVML's events
+  // did not deliver.
+  LoadCheckConfig after = c;
+  after.xid_lookback_s = c.xid_lookback_s + c.burn_s;
+  check_kernel_log(after, r);
+}
+
+}  // namespace tp
