@@ -88,6 +88,8 @@ void pwrite_all(int fd, const unsigned char* data, uint64_t size, uint64_t offse
     const ssize_t n = ::pwrite(fd, data, size, off_t(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw RuntimeError("cannot write '" + path + "': " + std::strerror(errno));
+    // A write that moves nothing would loop here forever; no filesystem should answer so.
+    if (n == 0) throw RuntimeError("cannot write '" + path + "': the write wrote 0 bytes");
     data += n;
     size -= uint64_t(n);
     offset += uint64_t(n);

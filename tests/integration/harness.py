@@ -96,29 +96,49 @@ def descendants(pid):
     return found
 
 
+def process_state(pid):
+    """`pid NAME STATE wchan=WHERE`: a process blocked in the kernel (state D, an fsync waiting on
+    the journal) shows where; one that spins in user space shows R."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        state = stat[stat.rindex(")") + 2:].split()[0]
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read().strip() or "-"
+        return f"{pid} {name} {state} wchan={wchan}"
+    except (OSError, ValueError, IndexError):
+        return f"{pid} (gone)"
+
+
+def gdb_stacks(pid):
+    if not shutil.which("gdb"):
+        return "(no gdb)"
+    try:
+        bt = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 30"],
+                            capture_output=True, text=True, timeout=30).stdout
+    except subprocess.TimeoutExpired:
+        return "(gdb did not answer in 30 s)"
+    return "\n".join(line for line in bt.splitlines() if line.startswith(("#", "Thread")))
+
+
 def stacks_of_hung_ranks(pid, most=8):
-    """Every thread's stack of each trainproof rank under `pid` (gdb, where installed), then
-    SIGABRT to each, whose crash report (docs/crash-report.md) names the rank, host and frames:
-    a hang in CI leaves where every rank was, not only "timed out"."""
-    ranks = []
+    """The state and kernel wait channel of the launcher and every process under it, every
+    thread's stack of the launcher and of each trainproof rank under `pid` (gdb, where
+    installed), then SIGABRT to each rank, whose crash report (docs/crash-report.md) names the
+    rank, host and frames: a hang in CI leaves where every process was, not only "timed out",
+    even when every rank has already left and the launcher is what waits."""
+    ranks, others = [], []
     for child in descendants(pid):
         try:
             with open(f"/proc/{child}/comm") as f:
-                if f.read().strip() == "trainproof":
-                    ranks.append(child)
+                (ranks if f.read().strip() == "trainproof" else others).append(child)
         except OSError:
             pass
-    text = []
+    text = ["=== processes"] + [process_state(p) for p in [pid, *others, *ranks]]
+    text.append(f"=== launcher pid {pid}\n" + gdb_stacks(pid))
     for rank in ranks[:most]:
-        if shutil.which("gdb"):
-            try:
-                bt = subprocess.run(["gdb", "-p", str(rank), "-batch", "-ex",
-                                     "thread apply all bt 30"], capture_output=True, text=True,
-                                    timeout=30).stdout
-            except subprocess.TimeoutExpired:
-                bt = "(gdb did not answer in 30 s)"
-            text.append(f"=== pid {rank}\n" + "\n".join(
-                line for line in bt.splitlines() if line.startswith(("#", "Thread"))))
+        text.append(f"=== pid {rank}\n" + gdb_stacks(rank))
     for rank in ranks:
         try:
             os.kill(rank, signal.SIGABRT)

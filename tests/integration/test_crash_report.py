@@ -13,7 +13,7 @@ import tempfile
 import time
 import unittest
 
-from harness import BIN, MPIEXEC, TINY, main
+from harness import BIN, MPIEXEC, TINY, main, mpirun
 
 SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT")
 LINE = re.compile(r"^trainproof: rank (\d+) on (\S+) \(([\w-]+)\): (SIG[A-Z]+) at (0x[0-9a-f]+) "
@@ -172,6 +172,25 @@ class CrashReport(unittest.TestCase):
             self.assertEqual(code, 0, err[-3000:])
             self.assertNotRegex(err, LINE)
             self.assertFalse(os.path.exists(stale))
+
+
+
+class HangInTheSuite(unittest.TestCase):
+    """A run that outlives its test's timeout fails with where every process was: the state and
+    kernel wait channel of mpirun and each rank, the launcher's stack and each rank's, and each
+    rank's own crash report on SIGABRT (tests/integration/harness.py, docs/crash-report.md)."""
+
+    def test_a_hung_run_past_its_timeout_names_every_process_and_its_frames(self):
+        with self.assertRaises(AssertionError) as caught:
+            mpirun(2, "--fault", "hang:rank=1,step=3", "--watchdog.timeout_s=600",
+                   "--train.steps=50", timeout=15)
+        text = str(caught.exception)
+        self.assertIn("still ran after 15 s", text)
+        self.assertRegex(text, r"=== processes\n\d+ mpirun \w wchan=")
+        self.assertRegex(text, r"\n\d+ trainproof \w wchan=")
+        self.assertIn("=== launcher pid", text)
+        self.assertRegex(text, r"=== pid \d+\n(Thread|#)")
+        self.assertRegex(text, LINE)
 
 
 if __name__ == "__main__":
