@@ -12,14 +12,6 @@
 namespace tp {
 namespace {
 
-LoadRules rules_of(const LoadCheckConfig& c) {
-  LoadRules rules;
-  if (!c.rules) return rules;
-  if (c.rules->clock_event_share) rules.clock_event_share = *c.rules->clock_event_share;
-  rules.xids = c.rules->xids;
-  return rules;
-}
-
 std::string device_label(const BurnDevice& d) {
   if (d.gpu < 0) return "the CPU";
   return "GPU " + std::to_string(d.gpu) + " (" + (d.uuid.empty() ? "" : d.uuid + ", ") +
@@ -86,7 +78,7 @@ void check_kernel_log(const LoadCheckConfig& c, NodeCheckRecord& r) {
   r.kernel_xids = kernel_log_xids(log.records, log.now_us, c.xid_lookback_s);
   std::vector<XidEvent> all = r.kernel_xids;
   all.insert(all.end(), r.load.xids.begin(), r.load.xids.end());
-  r.xid_findings = judge_xids(r.machine.host, all, rules_of(c).xids, r.driver);
+  r.xid_findings = judge_xids(r.machine.host, all, load_rules_of(c.rules).xids, r.driver);
 }
 
 void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
@@ -101,10 +93,10 @@ void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
   // stuck in the driver.
   const NvmlWatchRecord watched = watch.stop(std::max(10.0, 4 * c.sample_s));
   r.driver_after = read_nvml();
-  r.load = summarise_load(watched);
+  r.load = summarise_load(watched, true);
   r.under_load = true;
   print_burn(r.burn);
-  const LoadRules rules = rules_of(c);
+  const LoadRules rules = load_rules_of(c.rules);
   r.load_findings = judge_load_health(host, r.load, rules);
   const auto changed = change_findings(host, r.driver, r.driver_after);
   r.load_findings.insert(r.load_findings.end(), changed.begin(), changed.end());

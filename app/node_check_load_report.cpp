@@ -32,6 +32,7 @@ json gpu_load_json(const GpuLoad& g) {
           {"uuid", g.gpu.uuid},
           {"pci_address", g.gpu.pci_address},
           {"samples", g.samples},
+          {"busy_samples", g.busy_samples},
           {"clock_event_samples",
            {{"hw_slowdown", g.hw_slowdown},
             {"hw_thermal", g.hw_thermal},

@@ -76,6 +76,7 @@ json health_json(const GpuHealth& h) {
           {"pcie_gen", or_null((long long)h.pcie_gen)},
           {"pcie_width", or_null((long long)h.pcie_width)},
           {"pcie_replays", or_null(h.pcie_replays)},
+          {"utilization_pct", or_null((long long)h.utilization_pct)},
           {"nvlink_replay", or_null(h.nvlink_replay)},
           {"nvlink_recovery", or_null(h.nvlink_recovery)},
           {"nvlink_crc", or_null(h.nvlink_crc)}};

@@ -21,6 +21,7 @@ struct GpuHealth {
   double power_w = -1, power_limit_w = -1;
   int sm_clock_mhz = -1, max_sm_clock_mhz = -1;
   int pcie_gen = -1, pcie_width = -1;  // now; a GPU at rest lowers its generation
+  int utilization_pct = -1;            // share of the driver's last sample period a kernel ran
   long long pcie_replays = -1;
   // Summed over the GPU's NVLink links.
   long long nvlink_replay = -1, nvlink_recovery = -1, nvlink_crc = -1;

@@ -90,6 +90,8 @@ GpuHealth read_gpu_health(const Nvml& n, NvmlDevice d) {
   h.pcie_gen = unsigned_of(n.pcie_gen, d);
   h.pcie_width = unsigned_of(n.pcie_width, d);
   h.pcie_replays = unsigned_of(n.pcie_replays, d);
+  if (NvmlUtilization u{}; n.utilization && n.utilization(d, &u) == kNvmlSuccess)
+    h.utilization_pct = int(u.gpu);
   h.nvlink_replay = nvlink_sum(n, d, {kReplay});
   h.nvlink_recovery = nvlink_sum(n, d, {kRecovery});
   h.nvlink_crc = nvlink_sum(n, d, {kCrcFlit, kCrcData});

@@ -52,6 +52,7 @@ Nvml open_nvml(std::string& why) {
   bind(n.handle, n.pcie_gen, "nvmlDeviceGetCurrPcieLinkGeneration");
   bind(n.handle, n.pcie_width, "nvmlDeviceGetCurrPcieLinkWidth");
   bind(n.handle, n.pcie_replays, "nvmlDeviceGetPcieReplayCounter");
+  bind(n.handle, n.utilization, "nvmlDeviceGetUtilizationRates");
   bind(n.handle, n.nvlink_errors, "nvmlDeviceGetNvLinkErrorCounter");
   bind(n.handle, n.event_set_create, "nvmlEventSetCreate");
   bind(n.handle, n.supported_events, "nvmlDeviceGetSupportedEventTypes");

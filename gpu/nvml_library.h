@@ -25,6 +25,11 @@ struct NvmlMemory {
   unsigned long long total, free, used;
 };
 
+// nvmlUtilization_t.
+struct NvmlUtilization {
+  unsigned gpu, memory;
+};
+
 // nvmlEventSet_t and nvmlEventData_t.
 using NvmlEventSet = struct NvmlEventSetOpaque*;
 struct NvmlEventData {
@@ -72,6 +77,7 @@ struct Nvml {
   NvmlReturn (*pcie_gen)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*pcie_width)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*pcie_replays)(NvmlDevice, unsigned*) = nullptr;
+  NvmlReturn (*utilization)(NvmlDevice, NvmlUtilization*) = nullptr;
   NvmlReturn (*nvlink_errors)(NvmlDevice, unsigned, int, unsigned long long*) = nullptr;
   // XID events (gpu/nvml_watch.cpp).
   NvmlReturn (*event_set_create)(NvmlEventSet*) = nullptr;

@@ -7,7 +7,7 @@
 namespace tp {
 namespace {
 
-void add_sample(GpuLoad& load, const GpuHealth& h) {
+void add_sample(GpuLoad& load, const GpuHealth& h, bool busy_without_utilization) {
   ++load.samples;
   if (h.clock_event_reasons >= 0) {
     const long long bits = h.clock_event_reasons;
@@ -17,8 +17,12 @@ void add_sample(GpuLoad& load, const GpuHealth& h) {
     load.sw_thermal += (bits & kClocksSwThermal) ? 1 : 0;
     load.sw_power_cap += (bits & kClocksSwPowerCap) ? 1 : 0;
   }
-  // The fastest link of the load: a GPU lowers its link at rest, so one sample at full speed
-  // shows the link can train there.
+  // The fastest link while busy: a GPU lowers its link at rest, so one busy sample at full
+  // speed shows the link can train there, and an idle one says nothing.
+  const bool busy =
+      h.utilization_pct >= 0 ? h.utilization_pct >= kBusyUtilizationPct : busy_without_utilization;
+  if (!busy) return;
+  ++load.busy_samples;
   if (h.pcie_gen > load.best_pcie_gen ||
       (h.pcie_gen == load.best_pcie_gen && h.pcie_width > load.best_pcie_width)) {
     load.best_pcie_gen = h.pcie_gen;
@@ -73,7 +77,7 @@ void judge_load_clocks(LoadFindings& f, const GpuLoad& g, const LoadRules& rules
 
 void judge_busy_link(LoadFindings& f, const GpuLoad& g) {
   const DriverGpu& max = g.gpu;
-  if (g.samples == 0 || g.best_pcie_gen < 0 || max.max_pcie_gen < 0) return;
+  if (g.busy_samples == 0 || g.best_pcie_gen < 0 || max.max_pcie_gen < 0) return;
   const bool slow_gen = g.best_pcie_gen < max.max_pcie_gen;
   const bool narrow =
       max.max_pcie_width > 0 && g.best_pcie_width >= 0 && g.best_pcie_width < max.max_pcie_width;
@@ -99,7 +103,15 @@ std::string xid_gpu(const XidEvent& x, const DriverView& driver) {
 
 }  // namespace
 
-LoadHealth summarise_load(const NvmlWatchRecord& watch) {
+LoadRules load_rules_of(const InventorySpec* spec) {
+  LoadRules rules;
+  if (!spec) return rules;
+  if (spec->clock_event_share) rules.clock_event_share = *spec->clock_event_share;
+  rules.xids = spec->xids;
+  return rules;
+}
+
+LoadHealth summarise_load(const NvmlWatchRecord& watch, bool busy_without_utilization) {
   LoadHealth load;
   load.unavailable = watch.unavailable;
   load.events_unavailable = watch.events_unavailable;
@@ -109,7 +121,7 @@ LoadHealth summarise_load(const NvmlWatchRecord& watch) {
     GpuLoad g;
     g.gpu = watch.gpus[k];
     if (k < watch.samples.size())
-      for (const GpuHealth& h : watch.samples[k]) add_sample(g, h);
+      for (const GpuHealth& h : watch.samples[k]) add_sample(g, h, busy_without_utilization);
     load.gpus.push_back(g);
   }
   for (const GpuXid& x : watch.xids) {

@@ -9,6 +9,7 @@
 
 #include "gpu/nvml_watch.h"
 #include "node/gpu_health.h"
+#include "node/inventory_spec.h"
 #include "node/xid_rules.h"
 
 namespace tp {
@@ -19,6 +20,9 @@ struct GpuLoad {
   int samples = 0;
   // Samples in which each reason held the clocks (docs/node-check.md names the bits).
   int hw_slowdown = 0, hw_thermal = 0, hw_power_brake = 0, sw_thermal = 0, sw_power_cap = 0;
+  // Samples in which the GPU was busy: the driver saw a kernel run in at least half its last
+  // period (kBusyUtilizationPct), or, where it does not say, the load was known to keep it busy.
+  int busy_samples = 0;
   int best_pcie_gen = -1, best_pcie_width = -1;  // the fastest link seen while busy
   int hottest_c = -1;
   double peak_power_w = -1;
@@ -42,8 +46,15 @@ struct LoadRules {
   XidOverrides xids;
 };
 
-// Sums the watch's samples per GPU and names its XIDs (source "nvml").
-LoadHealth summarise_load(const NvmlWatchRecord& watch);
+inline constexpr int kBusyUtilizationPct = 50;
+
+// The rules a host file's [health] section gives (its defaults where `spec` is null or silent).
+LoadRules load_rules_of(const InventorySpec* spec);
+
+// Sums the watch's samples per GPU and names its XIDs (source "nvml"). A sample without the
+// driver's utilization counts as busy when `busy_without_utilization` (node-check's burn loads
+// every GPU; accept's stages may leave a GPU idle).
+LoadHealth summarise_load(const NvmlWatchRecord& watch, bool busy_without_utilization);
 
 // The XIDs of `xids` as findings, one per GPU and XID (with its count), named with the GPU the
 // driver lists at that address where it lists one. An application's XID is no finding.
@@ -51,8 +62,9 @@ std::vector<HealthFinding> judge_xids(const std::string& host, const std::vector
                                       const XidOverrides& overrides, const DriverView& driver);
 
 // Clock reasons held for more than the rules' share of the samples (HW slowdown, HW thermal, HW
-// power brake: FAIL; SW thermal: WARN; SW power cap: never), a link below its maximum while
-// busy (FAIL), a watch stuck in the driver (FAIL). The load's XIDs are judge_xids's.
+// power brake: FAIL; SW thermal: WARN; SW power cap: never), a link below its maximum in every
+// busy sample (FAIL; a GPU never busy is not judged), a watch stuck in the driver (FAIL). The
+// load's XIDs are judge_xids's.
 std::vector<HealthFinding> judge_load_health(const std::string& host, const LoadHealth& load,
                                              const LoadRules& rules);
 

@@ -59,6 +59,7 @@ struct AcceptRun {
   std::string deadline_of;  // the stage whose own deadline is the one armed now, or ""
   RunTrace trace;           // this rank's samples of every stage (docs/report.md, "The trace")
   std::optional<NodeRead> node_before;  // the preflight's read of this rank's node
+  NodeWatch node_watch;                 // its GPUs, watched from then on
 };
 
 // A stop as the report records it: a budget stop names the stage deadline that was armed.
@@ -127,6 +128,7 @@ StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun
   run.job.mark("preflight");
   run.preflight_nodes = p.nodes;
   run.node_before = std::move(p.read);
+  run.node_watch = start_node_watch(*run.node_before, 1.0);
   // The preflight's findings are the first of each node's list (app/accept/accept_report.h): a
   // node missing what its host type must have first, then its GPUs' health, then its topology.
   std::map<std::string, std::vector<json>> by_host;  // one pass, hosts in order
@@ -142,18 +144,22 @@ StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun
 }
 
 // After the last stage, each node is read again and what rose since the preflight's read is
-// judged (docs/node-check.md, "Change over a load"): its check and findings are the preflight's,
-// whose read they compare with.
+// judged (docs/node-check.md, "Change over a load"), with what the watch saw in between (clock
+// reasons, the PCIe link while busy, XIDs): their checks and findings are the preflight's, whose
+// read they start from.
 void judge_health_change(const AcceptInputs& in, const World& world, AcceptRun& run) {
   if (!run.node_before) return;  // the same on every rank: the preflight ran, or did not
   const NodeRead after = read_this_node(in.train.test, world, true);
-  HealthStage change = health_change_stage(*run.node_before, after, world);
+  const HealthStage change = health_change_stage(*run.node_before, after, world);
+  const LoadStages load = load_health_stages(run.node_watch, after, in.inv.inventory, world);
   if (world.rank != 0) return;
   for (auto a = run.attempts.rbegin(); a != run.attempts.rend(); ++a) {
     if (a->stage != "preflight") continue;
-    a->checks.push_back(change.check);
     NodeList list(a->sections["nodes"]);
-    for (const auto& [host, finding] : change.findings) list.add(host, finding);
+    for (const HealthStage* judged : {&change, &load.load_health, &load.xid}) {
+      a->checks.push_back(judged->check);
+      for (const auto& [host, finding] : judged->findings) list.add(host, finding);
+    }
     return;
   }
 }

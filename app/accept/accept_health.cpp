@@ -5,6 +5,8 @@
 #include "gpu/nvml.h"
 #include "mpi/gather.h"
 #include "node/health_change.h"
+#include "node/kernel_log.h"
+#include "node/load_health.h"
 
 namespace tp {
 namespace {
@@ -124,6 +126,50 @@ HealthStage health_change_stage(const NodeRead& before, const NodeRead& after, c
   return gathered(
       "health_change", mine, world,
       "no GPU or RDMA port counter rose between the preflight and the last stage's end");
+}
+
+NodeWatch start_node_watch(const NodeRead& read, double interval_s) {
+  NodeWatch w;
+  w.started = std::chrono::steady_clock::now();
+  if (read.taken && read.driver.loaded && !read.driver.gpus.empty())
+    w.watch = std::make_unique<NvmlWatch>(interval_s);
+  return w;
+}
+
+LoadStages load_health_stages(NodeWatch& watch, const NodeRead& after, const InventorySpec& spec,
+                              const World& world) {
+  NodeHealthRecord load, xids;
+  if (watch.watch && after.taken) {
+    // A read of every GPU takes milliseconds: a watch not back in 10 s is stuck in the driver.
+    const LoadHealth summary = summarise_load(watch.watch->stop(10), false);
+    watch.watch.reset();
+    const LoadRules rules = load_rules_of(&spec);
+    load.host = xids.host = after.machine.host;
+    load.judged = summary.unavailable.empty();
+    load.why_not = "the GPUs were not watched (" + summary.unavailable + ")";
+    load.findings = judge_load_health(load.host, summary, rules);
+    const double since_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - watch.started).count();
+    const KernelLog log = read_kernel_log();
+    std::vector<XidEvent> seen = summary.xids;
+    for (XidEvent& x : kernel_log_xids(log.records, log.now_us, since_s + 1))
+      seen.push_back(std::move(x));
+    xids.judged = summary.events_unavailable.empty() || log.unreadable.empty();
+    xids.why_not = "neither NVML's XID events (" + summary.events_unavailable +
+                   ") nor the kernel log (" + log.unreadable + ") could be read";
+    xids.findings = judge_xids(xids.host, seen, rules.xids, after.driver);
+  } else if (after.taken) {
+    load.host = xids.host = after.machine.host;
+    load.why_not = xids.why_not = !after.driver.loaded ? "the GPU driver could not be asked (" +
+                                                             after.driver.unavailable + ")"
+                                                       : "the driver lists no GPU";
+  }
+  LoadStages stages;
+  stages.load_health =
+      gathered("load_health", load, world,
+               "no GPU held down by hardware or below its PCIe link while busy during the stages");
+  stages.xid = gathered("xid", xids, world, "no XID during the stages");
+  return stages;
 }
 
 }  // namespace tp

@@ -4,14 +4,18 @@
 // GPU's health at rest are judged, and after the last stage, where what rose in between is
 // judged. Rank 0 gathers one small record per rank (the others' empty), so its work and memory
 // grow with the job alone, and no node reads another's counters.
+#include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gpu/driver_view.h"
+#include "gpu/nvml_watch.h"
 #include "mpi/world.h"
 #include "node/gpu_health.h"
+#include "node/inventory_spec.h"
 #include "node/machine_facts.h"
 #include "train/train_config.h"
 
@@ -54,5 +58,23 @@ HealthStage judge_node_health(const std::string& name, const std::vector<NodeHea
 HealthStage gpu_health_stage(const NodeRead& read, const World& world);
 // health_change: what rose between `before` and `after` (node/health_change.h).
 HealthStage health_change_stage(const NodeRead& before, const NodeRead& after, const World& world);
+
+// A node's first rank watches its GPUs through NVML from the preflight to the last stage's end
+// (docs/node-check.md, "Health during a load"): clock reasons, the PCIe link while busy, XIDs.
+struct NodeWatch {
+  std::unique_ptr<NvmlWatch> watch;  // none on other ranks, or where the driver lists no GPU
+  std::chrono::steady_clock::time_point started;
+};
+NodeWatch start_node_watch(const NodeRead& read, double interval_s);
+
+struct LoadStages {
+  HealthStage load_health, xid;
+};
+// Every rank: stops the watch and judges each node's load_health (clock reasons over the
+// samples, the link in busy samples, a watch stuck in the driver) and xid (NVML's events during
+// the stages and the kernel log's records since the watch began), with the host file's [health]
+// rules. Rank 0 returns the judged stages.
+LoadStages load_health_stages(NodeWatch& watch, const NodeRead& after, const InventorySpec& spec,
+                              const World& world);
 
 }  // namespace tp

@@ -12,6 +12,7 @@
 //                         "clock_event_reasons": 8, "temperature_c": 35, "power_mw": 90000,
 //                         "power_limit_mw": 700000, "sm_clock_mhz": 345,
 //                         "max_sm_clock_mhz": 1980, "pcie": [1, 16], "pcie_replays": 0,
+//                         "utilization_pct": 0,
 //                         "nvlink_errors": [0, 0, 0, 0]}}]}
 // Every field is optional; a field not given answers NVML_ERROR_NOT_SUPPORTED.
 // Two more, for what changes during a run:
@@ -291,6 +292,10 @@ int nvmlDeviceGetCurrPcieLinkGeneration(void* d, unsigned* gen) {
 }
 int nvmlDeviceGetCurrPcieLinkWidth(void* d, unsigned* width) {
   return health_value(d, "pcie", width, 1);
+}
+int nvmlDeviceGetUtilizationRates(void* d, unsigned* rates) {
+  rates[1] = 0;  // nvmlUtilization_t {gpu, memory}
+  return health_value(d, "utilization_pct", rates);
 }
 int nvmlDeviceGetPcieReplayCounter(void* d, unsigned* count) {
   return health_value(d, "pcie_replays", count);

@@ -293,7 +293,7 @@ def busy_h200s(count=8):
     second read), run at their full PCIe link and are capped by SW power only, as under a burn."""
     nvml = healthy_h200s(count)
     for g in nvml["gpus"]:
-        g["later"] = {"health": {"pcie": [5, 16], "clock_event_reasons": 0x4,
+        g["later"] = {"health": {"pcie": [5, 16], "clock_event_reasons": 0x4, "utilization_pct": 100,
                                  "sm_clock_mhz": 1980, "temperature_c": 64,
                                  "power_mw": 690000}}
     return nvml
@@ -551,6 +551,41 @@ class AroundAcceptsLoad(unittest.TestCase):
         self.assertEqual(self.findings(run, "gpu_health"), {})
         self.assertEqual(self.check(run, "gpu_health")["status"], "pass")
 
+    def test_a_throttle_a_narrow_link_while_busy_and_a_fatal_xid_are_named(self):
+        # What the watch reads from the preflight to the last stage's end (the process's second
+        # NVML session): GPU 5 held down by HW slowdown, GPU 2 busy on a Gen4 x8 link, an XID 79
+        # on GPU 3, and GPU 0 at Gen1 while idle, which says nothing of its link.
+        nvml = healthy_h200s()
+        nvml["ranks"] = [2]
+        nvml["gpus"][5]["later"] = {"health": {"clock_event_reasons": 0x8 | 0x4}}
+        nvml["gpus"][2]["later"] = {"health": {"pcie": [4, 8], "utilization_pct": 100}}
+        nvml["gpus"][3]["later"] = {"xid_events": [79]}
+        nvml["gpus"][0]["later"] = {"health": {"pcie": [1, 16], "utilization_pct": 0}}
+        with tempfile.TemporaryDirectory() as tmp:
+            run = self.accept(tmp, stages="preflight,train", nvml=nvml)
+        self.assertEqual(run.returncode, 1, run)
+        host = run.report["context"]["nodes"][2]["host"]
+        load = self.findings(run, "load_health")
+        self.assertEqual(list(load), [host], load)
+        self.assertEqual(len(load[host]), 2, load)
+        self.assertEqual(load[host][0], f"{host}: GPU 2 (GPU-1002, 0000:38:00.0): PCIe link at "
+                                        "Gen4 x8 while busy (its maximum: Gen5 x16)")
+        self.assertRegex(load[host][1], rf"^{host}: GPU 5 \(GPU-1005, 0000:68:00.0\): clocks "
+                                        r"held down by HW slowdown in (\d+) of \1 samples")
+        self.assertEqual(self.findings(run, "xid"), {host: [
+            f"{host}: GPU 3 (GPU-1003, 0000:48:00.0): XID 79, GPU has fallen off the bus (once, "
+            "nvml)"]})
+        for name in ("load_health", "xid"):
+            check = self.check(run, name)
+            self.assertEqual((check["status"], check["stage"]), ("fail", "preflight"), check)
+            self.assertIn("(1 of 3 node(s) judged)", check["reason"])
+        self.assertEqual(len([line for line in self.drain.splitlines() if "State=DRAIN" in line]),
+                         1, self.drain)
+        self.assertIn(host, self.drain)
+        # Each failed check's case names its count and first finding.
+        for what in ("2 finding(s) on 1 node(s)", "Gen4 x8 while busy", "XID 79"):
+            self.assertTrue(any(what in f for f in self.failures), (what, self.failures))
+
     def test_rdma_port_counters_that_rise_name_their_port(self):
         with tempfile.TemporaryDirectory() as tmp:
             before, after = os.path.join(tmp, "before"), os.path.join(tmp, "after")
@@ -578,6 +613,9 @@ class AroundAcceptsLoad(unittest.TestCase):
         self.assertIn("the GPU driver could not be asked", self.check(run, "gpu_health")["reason"])
         self.assertEqual(self.check(run, "health_change")["status"], "n/a")
         self.assertEqual(self.findings(run, "health_change"), {})
+        for name in ("load_health", "xid"):
+            self.assertEqual(self.check(run, name)["status"], "n/a")
+            self.assertIn("the GPU driver could not be asked", self.check(run, name)["reason"])
 
 
 SMALL_SWEEP = ["--sweep.max_bytes=65536", "--sweep.iters=3"]

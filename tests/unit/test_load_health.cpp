@@ -53,7 +53,7 @@ tp::DriverView driver_of(const tp::NvmlWatchRecord& w) {
 }
 
 std::vector<std::string> judged(const tp::NvmlWatchRecord& w, const tp::LoadRules& rules = {}) {
-  const tp::LoadHealth load = tp::summarise_load(w);
+  const tp::LoadHealth load = tp::summarise_load(w, true);
   std::vector<tp::HealthFinding> findings = tp::judge_load_health("n7", load, rules);
   const auto xids = tp::judge_xids("n7", load.xids, rules.xids, driver_of(w));
   findings.insert(findings.end(), xids.begin(), xids.end());
@@ -63,7 +63,7 @@ std::vector<std::string> judged(const tp::NvmlWatchRecord& w, const tp::LoadRule
 }
 
 TEST(LoadHealth, AHealthyLoadCappedBySwPowerGivesNothing) {
-  const tp::LoadHealth load = tp::summarise_load(healthy_watch());
+  const tp::LoadHealth load = tp::summarise_load(healthy_watch(), true);
   ASSERT_EQ(load.gpus.size(), 2u);
   EXPECT_EQ(load.gpus[0].samples, 100);
   EXPECT_EQ(load.gpus[0].sw_power_cap, 100);
@@ -111,6 +111,35 @@ TEST(LoadHealth, ALinkBelowItsMaximumWhileBusyFails) {
   // A GPU that does not report its link is not judged.
   for (auto& h : w.samples[1]) h = busy(tp::kClocksSwPowerCap, -1, -1);
   EXPECT_TRUE(judged(w).empty());
+}
+
+TEST(LoadHealth, TheLinkIsJudgedOnlyInSamplesWhereTheDriverSawTheGpuBusy) {
+  tp::NvmlWatchRecord w = healthy_watch();
+  // An accept whose stages left GPU 1 idle: Gen1 at rest says nothing of the link.
+  for (auto& h : w.samples[1]) {
+    h = busy(0, 1, 16);
+    h.utilization_pct = 0;
+  }
+  EXPECT_TRUE(tp::judge_load_health("n7", tp::summarise_load(w, false), {}).empty());
+  EXPECT_EQ(tp::summarise_load(w, false).gpus[1].busy_samples, 0);
+  // Busy in 3 samples at Gen4 x8: judged on those, whatever the idle ones show.
+  for (int i = 0; i < 3; ++i) {
+    w.samples[1][i] = busy(tp::kClocksSwPowerCap, 4, 8);
+    w.samples[1][i].utilization_pct = 97;
+  }
+  const tp::LoadHealth load = tp::summarise_load(w, false);
+  EXPECT_EQ(load.gpus[1].busy_samples, 3);
+  const auto findings = tp::judge_load_health("n7", load, {});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].reason,
+            "n7: GPU 1 (GPU-101, 0000:19:00.0): PCIe link at Gen4 x8 while busy (its maximum: "
+            "Gen5 x16)");
+  // Without the driver's utilization, a sample counts as busy only where the load is known to
+  // keep every GPU busy (node-check's burn).
+  tp::NvmlWatchRecord quiet = healthy_watch();
+  for (auto& h : quiet.samples[0]) h = busy(0, 1, 16);
+  EXPECT_TRUE(tp::judge_load_health("n7", tp::summarise_load(quiet, false), {}).empty());
+  EXPECT_EQ(tp::judge_load_health("n7", tp::summarise_load(quiet, true), {}).size(), 1u);
 }
 
 TEST(LoadHealth, AWatchStuckInTheDriverIsTheNodesFailure) {
