@@ -44,6 +44,7 @@ NodeCheckConfig node_check_config_from(const Invocation& inv) {
   c.outputs = side_outputs_from(vm, true);
   if (const std::string root = vm["test.sysfs_root"].as<std::string>(); !root.empty())
     c.roots.sysfs = root;
+  c.load.sysfs_root = c.roots.sysfs;
   return c;
 }
 

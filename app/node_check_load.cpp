@@ -45,6 +45,30 @@ std::string rate_text(double flops) {
   return text;
 }
 
+void print_copies(const CopyRecord& copies) {
+  char text[160];
+  for (const CopyDevice& d : copies.devices) {
+    if (!d.error.empty()) continue;  // print_burn names a failed device
+    if (d.gpu < 0)
+      std::snprintf(text, sizeof text, "  the CPU: memory copy %.1f GB/s\n", d.device_gbps);
+    else
+      std::snprintf(text, sizeof text,
+                    "  GPU %d: memory copy %.0f GB/s, host to device %.1f GB/s, device to host "
+                    "%.1f GB/s\n",
+                    d.gpu, d.device_gbps, d.h2d_gbps, d.d2h_gbps);
+    std::cout << text;
+  }
+  if (!copies.pairs.empty()) {
+    double low = copies.pairs.front().gbps, high = low;
+    for (const PeerCopy& p : copies.pairs)
+      low = std::min(low, p.gbps), high = std::max(high, p.gbps);
+    std::snprintf(text, sizeof text, "  peer copies: %zu pair(s), %.1f to %.1f GB/s\n",
+                  copies.pairs.size(), low, high);
+    std::cout << text;
+  }
+  std::cout << std::flush;
+}
+
 void print_burn(const BurnRecord& burn) {
   for (const BurnDevice& d : burn.devices) {
     std::cout << "  " << device_label(d) << ": ";
@@ -89,6 +113,12 @@ void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
   BurnOptions options;
   options.seconds = c.burn_s;
   r.burn = run_burn(host, options);
+  // The copies run inside the watch too: host-to-device copies load each PCIe link fully.
+  CopyOptions copies;
+  copies.seconds = std::clamp(c.burn_s / 60, 0.1, 1.0);
+  copies.sysfs_root = c.sysfs_root;
+  r.copies = run_copy_bandwidth(host, copies);
+  r.copy_findings = r.copies.findings;
   // A read of every GPU takes milliseconds; a watch that has not come back in this long is
   // stuck in the driver.
   const NvmlWatchRecord watched = watch.stop(std::max(10.0, 4 * c.sample_s));
@@ -96,6 +126,7 @@ void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
   r.load = summarise_load(watched, true);
   r.under_load = true;
   print_burn(r.burn);
+  print_copies(r.copies);
   const LoadRules rules = load_rules_of(c.rules);
   r.load_findings = judge_load_health(host, r.load, rules);
   const auto changed = change_findings(host, r.driver, r.driver_after);

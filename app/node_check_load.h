@@ -13,6 +13,7 @@ struct LoadCheckConfig {
   bool full = false;
   double burn_s = 60, sample_s = 1, xid_lookback_s = 7200;
   std::string kernel_log = "/dev/kmsg";
+  std::string sysfs_root = "/sys";       // where each GPU's local CPUs are read
   const InventorySpec* rules = nullptr;  // the host file's [health] overrides
 };
 

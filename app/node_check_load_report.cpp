@@ -122,6 +122,30 @@ json burn_json(const NodeCheckRecord& r) {
           {"devices", devices}};
 }
 
+json copies_json(const NodeCheckRecord& r) {
+  if (!r.under_load) return nullptr;
+  const CopyRecord& c = r.copies;
+  json devices = json::array(), pairs = json::array();
+  for (const CopyDevice& d : c.devices)
+    devices.push_back({{"gpu", d.gpu < 0 ? json(nullptr) : json(d.gpu)},
+                       {"uuid", text_or_null(d.uuid)},
+                       {"pci_address", text_or_null(d.pci_address)},
+                       {"cpus", text_or_null(d.cpus)},
+                       {"device_gbps", d.device_gbps},
+                       {"h2d_gbps", d.gpu < 0 ? json(nullptr) : json(d.h2d_gbps)},
+                       {"d2h_gbps", d.gpu < 0 ? json(nullptr) : json(d.d2h_gbps)},
+                       {"error", text_or_null(d.error)}});
+  for (const PeerCopy& p : c.pairs)
+    pairs.push_back({{"source", p.source},
+                     {"destination", p.destination},
+                     {"gbps", p.gbps > 0 ? json(p.gbps) : json(nullptr)}});
+  return {{"backend", c.backend},
+          {"seconds", c.seconds},
+          {"unavailable", text_or_null(c.unavailable)},
+          {"devices", devices},
+          {"pairs", pairs}};
+}
+
 json xid_check(const NodeCheckRecord& r) {
   const bool events =
       r.under_load && r.load.unavailable.empty() && r.load.events_unavailable.empty();
@@ -155,6 +179,17 @@ json gpu_burn_check(const NodeCheckRecord& r) {
   return findings_check("gpu_burn", r.burn_findings,
                         std::to_string(r.burn.devices.size()) + " device(s) burned (" +
                             r.burn.backend + "), none slow beside its peers");
+}
+
+json gpu_copies_check(const NodeCheckRecord& r) {
+  if (!r.under_load) return nullptr;
+  if (!r.copies.unavailable.empty() && r.copy_findings.empty())
+    return gate_check("gpu_copies", nullptr, nullptr, "n/a",
+                      "nothing measured: " + r.copies.unavailable);
+  return findings_check("gpu_copies", r.copy_findings,
+                        std::to_string(r.copies.devices.size()) + " device(s) and " +
+                            std::to_string(r.copies.pairs.size()) + " pair(s) measured (" +
+                            r.copies.backend + "), none slow beside its peers");
 }
 
 }  // namespace tp

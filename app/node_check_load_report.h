@@ -14,6 +14,10 @@ nlohmann::json load_json(const NodeCheckRecord& r);
 // node_check.burn: each device's GEMM rate and the peer judgement (null at level=quick).
 nlohmann::json burn_json(const NodeCheckRecord& r);
 
+// node_check.copies: each device's memory and host copy rates, every GPU pair's (null at
+// level=quick).
+nlohmann::json copies_json(const NodeCheckRecord& r);
+
 // The `xid` check: FAIL for a fatal XID, WARN for one to look into, n/a where neither the kernel
 // log nor NVML's events could be read.
 nlohmann::json xid_check(const NodeCheckRecord& r);
@@ -22,5 +26,7 @@ nlohmann::json xid_check(const NodeCheckRecord& r);
 nlohmann::json load_health_check(const NodeCheckRecord& r);
 // The `gpu_burn` check (level=full): each device's GEMM rate against its peers.
 nlohmann::json gpu_burn_check(const NodeCheckRecord& r);
+// The `gpu_copies` check (level=full): each copy rate against its peers, every pair's peer path.
+nlohmann::json gpu_copies_check(const NodeCheckRecord& r);
 
 }  // namespace tp

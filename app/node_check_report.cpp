@@ -173,7 +173,8 @@ json node_check_report(const NodeCheckRecord& r) {
       {"gpu_health", &r.health},
       {"xid", &r.xid_findings},
       {"load_health", &r.load_findings},
-      {"gpu_burn", &r.burn_findings}};
+      {"gpu_burn", &r.burn_findings},
+      {"gpu_copies", &r.copy_findings}};
   for (const auto& [check, list] : health)
     for (const HealthFinding& f : *list) {
       findings.push_back(node_finding(check, f.reason, f.status));
@@ -185,6 +186,7 @@ json node_check_report(const NodeCheckRecord& r) {
   if (r.under_load) {
     checks.push_back(load_health_check(r));
     checks.push_back(gpu_burn_check(r));
+    checks.push_back(gpu_copies_check(r));
   }
   json report = {
       {"schema", kReportSchema},
@@ -204,7 +206,8 @@ json node_check_report(const NodeCheckRecord& r) {
         {"driver_after_load", r.under_load ? driver_json(r.driver_after) : json(nullptr)},
         {"xids", xids_json(r)},
         {"load", load_json(r)},
-        {"burn", burn_json(r)}}},
+        {"burn", burn_json(r)},
+        {"copies", copies_json(r)}}},
       {"nodes", json::array({{{"host", r.machine.host},
                               {"flagged", !findings.empty()},
                               {"reasons", reasons},

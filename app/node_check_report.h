@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "node/burn.h"
+#include "node/copy_bandwidth.h"
 #include "node/gpu_health.h"
 #include "node/inventory_judge.h"
 #include "node/load_health.h"
@@ -33,6 +34,8 @@ struct NodeCheckRecord {
   std::vector<HealthFinding> load_findings;
   BurnRecord burn;
   std::vector<HealthFinding> burn_findings;
+  CopyRecord copies;  // memory, host and peer copy rates
+  std::vector<HealthFinding> copy_findings;
   std::vector<std::string> warnings;  // context.warnings: what makes the record less than real
 };
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/cuda_check.h"
+#include "gpu/gpu_copies.h"
 #include "kernels/cuda_backend.h"
 #include "mpi/gpu_collectives.h"
 
@@ -88,6 +89,7 @@ const GpuApi kApi = {
     device_count,   inventory,
     versions,       make_cuda_backend,
     make_nccl,      stage_through_host,
+    measure_copies, measure_peer_copy,
 };
 
 }  // namespace

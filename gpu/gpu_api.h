@@ -17,7 +17,7 @@ namespace tp {
 
 struct World;
 
-inline constexpr int kGpuApiVersion = 3;
+inline constexpr int kGpuApiVersion = 4;
 
 struct GpuDevice {
   int index = 0;
@@ -36,6 +36,13 @@ struct GpuVersions {
   int cuda_runtime = 0;  // e.g. 13000
   int cuda_driver = 0;   // the CUDA version the driver supports
   int nccl = 0;          // e.g. 22809
+};
+
+// A device's copy rates in GB/s (10^9 bytes a second; docs/node-check.md, "Memory and copies").
+// device: a copy within its memory, each byte read and written once (2 x bytes / time); h2d and
+// d2h: to and from pinned host memory the calling thread allocated (its NUMA node's).
+struct GpuCopyRates {
+  double device_gbps = 0, h2d_gbps = 0, d2h_gbps = 0;
 };
 
 struct GpuApi {
@@ -57,6 +64,13 @@ struct GpuApi {
   // them through pinned host buffers.
   std::unique_ptr<Collective> (*stage_through_host)(std::unique_ptr<Collective> host_collective,
                                                     ComputeBackend& compute);
+  // `device`'s copy rates, each measured for at least `seconds`. Throws RuntimeError naming the
+  // CUDA call that failed.
+  GpuCopyRates (*measure_copies)(int device, double seconds);
+  // GB/s of copies from `source`'s memory to `destination`'s over their peer path (NVLink, or
+  // PCIe through the switch or root complex) for at least `seconds`; 0 when neither can reach
+  // the other's memory directly.
+  double (*measure_peer_copy)(int source, int destination, double seconds);
 };
 
 }  // namespace tp

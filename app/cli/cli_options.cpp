@@ -322,11 +322,12 @@ po::options_description node_options() {
        "few seconds (for Slurm's HealthCheckProgram, a prolog or an epilog), with the kernel "
        "log's XIDs of health.xid_lookback_s. full adds a GEMM burn of health.burn_s on every "
        "GPU at once (on the CPU where there is no GPU driver), watched through NVML: clock-event "
-       "reasons and the PCIe link while busy, XID events, counters before and after, and each "
-       "GPU's GEMM rate against its peers")
+       "reasons and the PCIe link while busy, XID events, counters before and after, each "
+       "GPU's GEMM rate, memory copy and host-to-device and device-to-host rates against its "
+       "peers, and every GPU pair's peer copy rate (about 80 s at the defaults)")
       ("health.burn_s", po::value<double>()->default_value(60.0)->value_name("S"),
        "level=full: seconds of GEMM burn, long enough for a GPU to reach its thermal and power "
-       "steady state")
+       "steady state; each copy figure is measured for burn_s/60 s (0.1 to 1)")
       ("health.sample_s", po::value<double>()->default_value(1.0)->value_name("S"),
        "level=full: seconds between two reads of every GPU's health during the burn")
       ("health.xid_lookback_s", po::value<double>()->default_value(7200.0)->value_name("S"),

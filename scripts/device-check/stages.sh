@@ -611,6 +611,11 @@ stage_node_health() {
   fign busy_pcie_width_gpu0 "$(results get "$report" node_check.load.gpus.0.busy_pcie.width)"
   fign hottest_c_gpu0 "$(results get "$report" node_check.load.gpus.0.hottest_c)"
   fign peak_power_w_gpu0 "$(results get "$report" node_check.load.gpus.0.peak_power_w)"
+  fign memory_copy_gbps_gpu0 "$(results get "$report" node_check.copies.devices.0.device_gbps)"
+  fign h2d_gbps_gpu0 "$(results get "$report" node_check.copies.devices.0.h2d_gbps)"
+  fign d2h_gbps_gpu0 "$(results get "$report" node_check.copies.devices.0.d2h_gbps)"
+  fign peer_pairs "$(results count "$report" node_check.copies.pairs)"
+  fig gpu_copies "$(results get "$report" gate.checks.5.status)"
   if [ "$GPU_VISIBLE" != yes ]; then
     if [ "$rc" = 0 ]; then
       verdict skip "no GPU visible; this host against dev-vm-2core.ini: $last"

@@ -343,7 +343,11 @@ class UnderLoad(unittest.TestCase):
         self.assertIn("no NVIDIA driver", burn["why_cpu"])
         self.assertEqual(report["node_check"]["xids"]["during_load"], [])
         self.assertIsNone(report["node_check"]["xids"]["events_unavailable"])
-        for name in ("load_health", "gpu_burn", "xid"):
+        copies = report["node_check"]["copies"]
+        self.assertEqual(copies["backend"], "cpu")
+        self.assertGreater(copies["devices"][0]["device_gbps"], 0)
+        self.assertRegex(proc.stdout, r"the CPU: memory copy [0-9.]+ GB/s")
+        for name in ("load_health", "gpu_burn", "gpu_copies", "xid"):
             self.assertEqual(self.check(report, name)["status"], "pass", self.check(report, name))
 
     def test_each_fault_under_load_gives_exactly_its_finding_named_with_its_gpu(self):

@@ -1,0 +1,76 @@
+// node-check's memory and copy figures judged against their peers (node/copy_bandwidth.h), on
+// synthetic figures for one 8-GPU node: a healthy spread gives nothing, a GPU whose host-to-device
+// copies run at 60% of its peers' is named with that figure, and a slow or missing peer path is
+// named with its pair.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "node/copy_bandwidth.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+tp::CopyRecord healthy_node() {
+  tp::CopyRecord r;
+  r.backend = "cuda";
+  const double spread[] = {1.00, 0.98, 1.02, 0.99, 1.01, 0.97, 1.03, 1.00};
+  for (int g = 0; g < 8; ++g) {
+    tp::CopyDevice d;
+    d.gpu = g;
+    d.uuid = "GPU-" + std::to_string(100 + g);
+    d.device_gbps = 3900 * spread[g];
+    d.h2d_gbps = 55 * spread[7 - g];
+    d.d2h_gbps = 54 * spread[g];
+    r.devices.push_back(d);
+  }
+  for (int s = 0; s < 8; ++s)
+    for (int t = 0; t < 8; ++t)
+      if (s != t) r.pairs.push_back({s, t, 370 * spread[(s + t) % 8]});
+  return r;
+}
+
+std::vector<std::string> reasons(const tp::CopyRecord& r) {
+  std::vector<std::string> out;
+  for (const tp::HealthFinding& f : tp::judge_copies("n7", r, {}))
+    out.push_back(f.status + " " + f.reason);
+  return out;
+}
+
+TEST(CopyBandwidth, AHealthyNodeWithinThreePercentGivesNothing) {
+  EXPECT_TRUE(reasons(healthy_node()).empty());
+}
+
+TEST(CopyBandwidth, AGpuWithSlowHostCopiesIsNamedWithThatFigureAlone) {
+  tp::CopyRecord r = healthy_node();
+  r.devices[5].h2d_gbps = 0.6 * 55;
+  const auto found = reasons(r);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_THAT(found[0], HasSubstr("fail n7: GPU 5 (GPU-105): host-to-device copy 33"));
+  EXPECT_THAT(found[0], HasSubstr("of the best GPU of its node"));
+}
+
+TEST(CopyBandwidth, ASlowPairAndAMissingPeerPathAreNamedWithTheirPair) {
+  tp::CopyRecord r = healthy_node();
+  r.pairs[9].gbps = 0.5 * 370;  // GPU 1 -> GPU 3
+  r.pairs[20].gbps = 0;         // GPU 2 -> GPU 7: no peer path
+  const auto found = reasons(r);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0], "warn n7: GPU 2 -> GPU 7: no peer path, while 55 other pair(s) have one");
+  EXPECT_THAT(found[1], HasSubstr("fail n7: GPU 1 -> GPU 3: peer copy 185.0 GB/s, 49% of the "
+                                  "node's best pair"));
+}
+
+TEST(CopyBandwidth, ANodeWithoutPeerPathsIsNoFindingAndAFailedDeviceIs) {
+  tp::CopyRecord r = healthy_node();
+  for (tp::PeerCopy& p : r.pairs) p.gbps = 0;  // a PCIe node without P2P: normal
+  r.devices[2].error = "cudaMalloc: out of memory";
+  const auto found = reasons(r);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0], "fail n7: GPU 2: the copies failed: cudaMalloc: out of memory");
+}
+
+}  // namespace
