@@ -122,16 +122,29 @@ std::vector<HealthFinding> judge_gpu_change(const std::string& host, const Drive
   return out;
 }
 
+std::string rails_of_device(const std::string& device, const std::vector<std::string>& rail_nics) {
+  std::vector<size_t> rails;
+  for (size_t k = 0; k < rail_nics.size(); ++k)
+    if (!device.empty() && rail_nics[k] == device) rails.push_back(k);
+  if (rails.empty()) return "";
+  std::string text = rails.size() == 1 ? " (rail " : " (rails ";
+  for (size_t i = 0; i < rails.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == rails.size() ? " and " : ", ") + std::to_string(rails[i]);
+  return text + ")";
+}
+
 std::vector<HealthFinding> judge_port_change(const std::string& host,
                                              const std::vector<RdmaPort>& before,
-                                             const std::vector<RdmaPort>& after) {
+                                             const std::vector<RdmaPort>& after,
+                                             const std::vector<std::string>& rail_nics) {
   std::vector<HealthFinding> out;
   for (const RdmaPort& a : after) {
     const auto b = std::find_if(before.begin(), before.end(), [&a](const RdmaPort& p) {
       return p.device == a.device && p.port == a.port;
     });
     if (b == before.end()) continue;
-    const std::string name = host + ": " + a.device + " port " + a.port;
+    const std::string name =
+        host + ": " + a.device + " port " + a.port + rails_of_device(a.device, rail_nics);
     if (b->state == "ACTIVE" && a.state != "ACTIVE")
       out.push_back({"fail", name + ": went from ACTIVE to " + a.state + " during the load",
                      "drain the node; check the cable, transceiver and switch port"});

@@ -19,9 +19,15 @@ std::vector<HealthFinding> judge_gpu_change(const std::string& host, const Drive
                                             const DriverView& after);
 
 // Ports are matched by device and port; a port missing after the load is not judged here (the
-// inventory names a missing port).
+// inventory names a missing port). `rail_nics[k]` is the NIC local rank k's traffic leaves by
+// (fabric/rank_nic.h): a port's findings name the rails that use its device ("mlx5_1 port 1
+// (rail 1)").
 std::vector<HealthFinding> judge_port_change(const std::string& host,
                                              const std::vector<RdmaPort>& before,
-                                             const std::vector<RdmaPort>& after);
+                                             const std::vector<RdmaPort>& after,
+                                             const std::vector<std::string>& rail_nics = {});
+
+// " (rail 1)", " (rails 0 and 4)" for the local ranks whose NIC is `device`; "" for none.
+std::string rails_of_device(const std::string& device, const std::vector<std::string>& rail_nics);
 
 }  // namespace tp

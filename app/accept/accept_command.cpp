@@ -30,6 +30,7 @@
 #include "app/stages/train_stage.h"
 #include "common/errors.h"
 #include "common/files.h"
+#include "gpu/gpu_loader.h"
 #include "mpi/check.h"
 #include "train/preemption.h"
 
@@ -150,7 +151,11 @@ StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun
 void judge_health_change(const AcceptInputs& in, const World& world, AcceptRun& run) {
   if (!run.node_before) return;  // the same on every rank: the preflight ran, or did not
   const NodeRead after = read_this_node(in.train.test, world, true);
-  const HealthStage change = health_change_stage(*run.node_before, after, world);
+  const std::vector<std::string> rails =
+      rail_nics_on_node(in.train.test, world,
+                        in.train.comm_backend == "nccl" ||
+                            (in.train.comm_backend == "auto" && missing_gpu_driver().empty()));
+  const HealthStage change = health_change_stage(*run.node_before, after, rails, world);
   const LoadStages load = load_health_stages(run.node_watch, after, in.inv.inventory, world);
   if (world.rank != 0) return;
   for (auto a = run.attempts.rbegin(); a != run.attempts.rend(); ++a) {

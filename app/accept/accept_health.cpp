@@ -1,6 +1,7 @@
 #include "app/accept/accept_health.h"
 
 #include "app/report/gate.h"
+#include "fabric/rank_nic.h"
 #include "gpu/nccl_version.h"
 #include "gpu/nvml.h"
 #include "mpi/gather.h"
@@ -111,7 +112,20 @@ HealthStage gpu_health_stage(const NodeRead& read, const World& world) {
   return gathered("gpu_health", mine, world, "every GPU healthy at rest");
 }
 
-HealthStage health_change_stage(const NodeRead& before, const NodeRead& after, const World& world) {
+std::vector<std::string> rail_nics_on_node(const TestHooks& test, const World& world, bool nccl) {
+  // The fixture tree of test.sysfs_root_rank's node is every rank of that node's /sys.
+  std::string root = "/sys";
+  if (!test.sysfs_root.empty() && test.sysfs_root_rank >= 0 &&
+      test.sysfs_root_rank < int(world.host_of_rank.size()) &&
+      world.host_of_rank[size_t(test.sysfs_root_rank)] == world.host_of_rank[size_t(world.rank)])
+    root = test.sysfs_root;
+  const RankNic nic = rank_nic(root, world.index_on_host(), numa_node_of_this_process(root), nccl,
+                               transport_settings_from_environment());
+  return gather_strings_on_host(world, nic.name);
+}
+
+HealthStage health_change_stage(const NodeRead& before, const NodeRead& after,
+                                const std::vector<std::string>& rail_nics, const World& world) {
   NodeHealthRecord mine;
   if (before.taken && after.taken) {
     mine.host = after.machine.host;
@@ -119,8 +133,8 @@ HealthStage health_change_stage(const NodeRead& before, const NodeRead& after, c
     mine.judged = gpus || !before.machine.rdma_ports.empty();
     mine.why_not = "no GPU the driver lists and no RDMA port";
     mine.findings = judge_gpu_change(mine.host, before.driver, after.driver);
-    for (HealthFinding& f :
-         judge_port_change(mine.host, before.machine.rdma_ports, after.machine.rdma_ports))
+    for (HealthFinding& f : judge_port_change(mine.host, before.machine.rdma_ports,
+                                              after.machine.rdma_ports, rail_nics))
       mine.findings.push_back(std::move(f));
   }
   return gathered(

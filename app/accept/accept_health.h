@@ -56,8 +56,14 @@ HealthStage judge_node_health(const std::string& name, const std::vector<NodeHea
 // Every rank calls both; rank 0 returns the judged stage.
 // gpu_health: each GPU's health at rest in `read` (node/gpu_health.h).
 HealthStage gpu_health_stage(const NodeRead& read, const World& world);
-// health_change: what rose between `before` and `after` (node/health_change.h).
-HealthStage health_change_stage(const NodeRead& before, const NodeRead& after, const World& world);
+// Every rank: the NIC each rank's traffic leaves by (fabric/rank_nic.h), at its node's first rank
+// by local rank, for naming a port's rails; empty elsewhere.
+std::vector<std::string> rail_nics_on_node(const TestHooks& test, const World& world, bool nccl);
+
+// health_change: what rose between `before` and `after` (node/health_change.h), a port's
+// findings named with the rails of `rail_nics` that use it.
+HealthStage health_change_stage(const NodeRead& before, const NodeRead& after,
+                                const std::vector<std::string>& rail_nics, const World& world);
 
 // A node's first rank watches its GPUs through NVML from the preflight to the last stage's end
 // (docs/node-check.md, "Health during a load"): clock reasons, the PCIe link while busy, XIDs.

@@ -610,6 +610,30 @@ class AroundAcceptsLoad(unittest.TestCase):
         self.assertNotIn(host, self.drain)
         self.assertIn(host, self.drain_on_warn)
 
+    def test_a_ports_findings_name_the_rail_whose_ranks_use_it(self):
+        # Two ranks on each of 3 pretend nodes: on the third, local rank 0's traffic leaves by
+        # mlx5_0 and local rank 1's by mlx5_1 (fabric/rank_nic.h), so each port is its rail's.
+        with tempfile.TemporaryDirectory() as tmp:
+            before, after = os.path.join(tmp, "before"), os.path.join(tmp, "after")
+            for root in (before, after):
+                ib_tree(root, [("mlx5_0", "400 Gb/sec (4X NDR)", "4: ACTIVE"),
+                               ("mlx5_1", "400 Gb/sec (4X NDR)", "4: ACTIVE")])
+            for device, count in (("mlx5_0", "7"), ("mlx5_1", "250")):
+                write(os.path.join(after, "class", "infiniband", device, "ports", "1", "counters",
+                                   "symbol_error"), count)
+            report = os.path.join(tmp, "accept.json")
+            run = mpirun(6, "--accept.stages=preflight", "--test.split_hosts=3",
+                         f"--test.sysfs_root={before}", f"--test.sysfs_root_after={after}",
+                         "--test.sysfs_root_rank=4", "--report", report, subcommand="accept",
+                         scenario=TINY)
+            with open(report) as f:
+                run.report = json.load(f)
+        host = run.report["context"]["nodes"][2]["host"]
+        self.assertEqual(self.findings(run, "health_change"), {host: [
+            f"{host}: mlx5_0 port 1 (rail 0): symbol_error rose by 7 (0 -> 7) during the load",
+            f"{host}: mlx5_1 port 1 (rail 1): symbol_error rose by 250 (0 -> 250) during the "
+            "load"]})
+
     def test_a_healthy_job_has_nothing_to_compare_on_this_vm_and_says_so(self):
         with tempfile.TemporaryDirectory() as tmp:
             run = self.accept(tmp)
