@@ -1,6 +1,7 @@
 #include "app/node_check_load.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -107,6 +108,7 @@ void check_kernel_log(const LoadCheckConfig& c, NodeCheckRecord& r) {
 
 void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
   const std::string& host = r.machine.host;
+  const auto started = std::chrono::steady_clock::now();
   std::cout << "node-check: burning for " << c.burn_s << " s (GEMM on every GPU, or the CPU), "
             << "reading every GPU each " << c.sample_s << " s" << std::endl;
   NvmlWatch watch(c.sample_s);
@@ -117,25 +119,34 @@ void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
   CopyOptions copies;
   copies.seconds = std::clamp(c.burn_s / 60, 0.1, 1.0);
   copies.sysfs_root = c.sysfs_root;
+  copies.pairs_alike = c.rules && c.rules->nvlinks_per_gpu && *c.rules->nvlinks_per_gpu > 0;
   r.copies = run_copy_bandwidth(host, copies);
   r.copy_findings = r.copies.findings;
   // A read of every GPU takes milliseconds; a watch that has not come back in this long is
   // stuck in the driver.
   const NvmlWatchRecord watched = watch.stop(std::max(10.0, 4 * c.sample_s));
-  r.driver_after = read_nvml();
+  // Never ask a driver the watch is stuck in again: that read would hang node-check too.
+  if (watched.stopped)
+    r.driver_after = read_nvml();
+  else
+    r.driver_after.unavailable = "not asked again: the NVML watch is stuck in the driver";
   r.load = summarise_load(watched, true);
   r.under_load = true;
   print_burn(r.burn);
   print_copies(r.copies);
   const LoadRules rules = load_rules_of(c.rules);
   r.load_findings = judge_load_health(host, r.load, rules);
-  const auto changed = change_findings(host, r.driver, r.driver_after);
-  r.load_findings.insert(r.load_findings.end(), changed.begin(), changed.end());
+  if (watched.stopped) {
+    const auto changed = change_findings(host, r.driver, r.driver_after);
+    r.load_findings.insert(r.load_findings.end(), changed.begin(), changed.end());
+  }
   r.burn_findings = burn_findings(host, r.burn, r.burn.why_cpu.empty());
-  // The kernel log after the burn: its window now covers the burn too, and the XIDs NVML's events
-  // did not deliver.
+  // The kernel log after the load: its window now covers the burn and the copies too, and the
+  // XIDs NVML's events did not deliver.
   LoadCheckConfig after = c;
-  after.xid_lookback_s = c.xid_lookback_s + c.burn_s;
+  after.xid_lookback_s =
+      c.xid_lookback_s +
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   check_kernel_log(after, r);
 }
 

@@ -33,6 +33,7 @@ json gpu_load_json(const GpuLoad& g) {
           {"pci_address", g.gpu.pci_address},
           {"samples", g.samples},
           {"busy_samples", g.busy_samples},
+          {"reason_samples", g.reason_samples},
           {"clock_event_samples",
            {{"hw_slowdown", g.hw_slowdown},
             {"hw_thermal", g.hw_thermal},
@@ -147,8 +148,8 @@ json copies_json(const NodeCheckRecord& r) {
 }
 
 json xid_check(const NodeCheckRecord& r) {
-  const bool events =
-      r.under_load && r.load.unavailable.empty() && r.load.events_unavailable.empty();
+  const bool events = r.under_load && r.load.unavailable.empty() && r.load.stopped &&
+                      r.load.events_unavailable.empty();
   if (!r.kernel_log_unreadable.empty() && !events && r.xid_findings.empty())
     return gate_check("xid", nullptr, nullptr, "n/a",
                       "the kernel log could not be read (" + r.kernel_log_unreadable + ")" +

@@ -63,6 +63,8 @@ void burn_all(Burner& b, const std::vector<size_t>& which, double seconds,
   for (size_t k : which) {
     auto result = std::make_shared<BurnDevice>(b.devices[k]);
     result->rates.clear();
+    result->figure = 0;  // a burn that fails or never returns leaves no figure behind
+    result->error.clear();
     results.push_back(result);
     done.push_back(
         std::async(std::launch::async, [result, make = b.makers[k], gpu = b.gpu, seconds, options] {
@@ -145,16 +147,20 @@ BurnRecord run_burn(const std::string& host, const BurnOptions& options) {
   burn_all(b, all, options.seconds, options);
   record.peers = judge_gpu_peers(figures_of(host, b.devices), options.rules, "GEMM", "TFLOP/s");
   // A suspect counts only when a second measurement of it is slow too, as the pairwise pass
-  // confirms a slow link: noise on a healthy node must not flag it.
-  std::vector<size_t> suspects;
-  std::vector<size_t> judged;  // figures_of's index -> device index
-  for (size_t k = 0; k < b.devices.size(); ++k)
-    if (b.devices[k].error.empty()) judged.push_back(k);
-  for (const PeerFlag& flag : record.peers.flags) suspects.push_back(judged[flag.index]);
-  if (!suspects.empty()) {
+  // confirms a slow link: noise on a healthy node must not flag it. Every device burns again
+  // beside it, so the suspect meets the same power, heat and bus as its peers, and each keeps
+  // its better figure.
+  if (!record.peers.flags.empty()) {
+    std::vector<size_t> working;
+    for (size_t k = 0; k < b.devices.size(); ++k)
+      if (b.devices[k].error.empty()) working.push_back(k);
     Burner again = b;
-    burn_all(again, suspects, std::max(2.0, options.seconds / 4), options);
-    for (size_t k : suspects) b.devices[k].confirmed = again.devices[k].figure;
+    burn_all(again, working, std::max(2.0, options.seconds / 4), options);
+    for (size_t k : working) {
+      b.devices[k].confirmed = again.devices[k].figure;
+      if (!again.devices[k].error.empty())
+        b.devices[k].error = "the second burn: " + again.devices[k].error;
+    }
     record.peers = judge_gpu_peers(figures_of(host, b.devices), options.rules, "GEMM", "TFLOP/s");
   }
   record.devices = b.devices;

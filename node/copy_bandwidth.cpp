@@ -79,6 +79,9 @@ void measure_all(std::vector<CopyDevice>& devices, const std::vector<size_t>& wh
   std::vector<std::future<void>> done;
   for (size_t k : which) {
     auto result = std::make_shared<CopyDevice>(devices[k]);
+    // A measurement that fails or never returns leaves no figure behind.
+    result->device_gbps = result->h2d_gbps = result->d2h_gbps = 0;
+    result->error.clear();
     results.push_back(result);
     done.push_back(std::async(std::launch::async,
                               [result, api, options] { measure_device(*result, api, options); }));
@@ -130,23 +133,33 @@ std::vector<size_t> suspects(const std::string& host, const CopyRecord& record,
   return out;
 }
 
-// The node's GPU pairs, one at a time: each the only traffic on its path.
+// The node's GPU pairs, one at a time: each the only traffic on its path. A pair whose copy
+// does not come back ends the pass (its GPUs are stuck), named, without waiting on it.
 void measure_pairs(const std::string& host, CopyRecord& record, const GpuApi* api,
                    const CopyOptions& options) {
+  const double seconds = options.seconds / 8, limit_s = 30 + 20 * seconds;
   for (const CopyDevice& s : record.devices)
     for (const CopyDevice& d : record.devices) {
       if (s.gpu == d.gpu || !s.error.empty() || !d.error.empty()) continue;
-      PeerCopy pair{s.gpu, d.gpu, 0};
+      const std::string pair =
+          host + ": GPU " + std::to_string(s.gpu) + " -> GPU " + std::to_string(d.gpu);
+      auto copy = std::async(std::launch::async, [api, from = s.gpu, to = d.gpu, seconds] {
+        return api->measure_peer_copy(from, to, seconds);
+      });
+      if (copy.wait_for(std::chrono::duration<double>(limit_s)) != std::future_status::ready) {
+        record.findings.push_back(
+            {"fail",
+             pair + ": the peer copy did not return within " + std::to_string(int(limit_s)) + " s",
+             "drain the node and reset both GPUs; reboot if that fails"});
+        std::thread([f = std::move(copy)]() mutable { f.wait(); }).detach();
+        return;
+      }
       try {
-        pair.gbps = api->measure_peer_copy(s.gpu, d.gpu, options.seconds / 4);
+        record.pairs.push_back({s.gpu, d.gpu, copy.get()});
       } catch (const std::exception& e) {
-        record.findings.push_back({"fail",
-                                   host + ": GPU " + std::to_string(s.gpu) + " -> GPU " +
-                                       std::to_string(d.gpu) +
-                                       ": the peer copy failed: " + e.what(),
+        record.findings.push_back({"fail", pair + ": the peer copy failed: " + e.what(),
                                    "drain the node and reset both GPUs"});
       }
-      record.pairs.push_back(pair);
     }
 }
 
@@ -180,6 +193,9 @@ std::string pair_label(const std::string& host, const PeerCopy& p) {
 
 void judge_pairs(const std::string& host, const CopyRecord& record, const PeerRules& rules,
                  std::vector<HealthFinding>& out) {
+  // Only where every pair shares one kind of path; elsewhere a pair across sockets, or one
+  // without an NVLink bridge, is slower by design.
+  if (!record.pairs_alike) return;
   std::vector<GpuFigure> figures;
   std::vector<const PeerCopy*> measured, missing;
   for (const PeerCopy& p : record.pairs) {
@@ -239,6 +255,7 @@ std::vector<HealthFinding> judge_copies(const std::string& host, const CopyRecor
 CopyRecord run_copy_bandwidth(const std::string& host, const CopyOptions& options) {
   CopyRecord record;
   record.seconds = options.seconds;
+  record.pairs_alike = options.pairs_alike;
   const GpuApi* api = nullptr;
   record.devices = find_devices(record, api);
   if (record.devices.empty()) {
@@ -248,13 +265,21 @@ CopyRecord run_copy_bandwidth(const std::string& host, const CopyOptions& option
   std::vector<size_t> all(record.devices.size());
   for (size_t k = 0; k < all.size(); ++k) all[k] = k;
   measure_all(record.devices, all, api, options);
-  // A suspect counts only when a second measurement is slow too: keep each figure's better one.
-  if (const std::vector<size_t> again = suspects(host, record, options.rules); !again.empty()) {
+  // A suspect counts only when a second measurement is slow too. Every device measures again
+  // beside it, under the same contention for host memory and the bus, and each figure keeps its
+  // better one.
+  if (!suspects(host, record, options.rules).empty()) {
+    std::vector<size_t> working;
+    for (size_t k = 0; k < record.devices.size(); ++k)
+      if (record.devices[k].error.empty()) working.push_back(k);
     std::vector<CopyDevice> second = record.devices;
-    measure_all(second, again, api, options);
-    for (size_t k : again)
+    measure_all(second, working, api, options);
+    for (size_t k : working) {
+      if (!second[k].error.empty())
+        record.devices[k].error = "the second measurement: " + second[k].error;
       for (const Figure& f : kFigures)
         record.devices[k].*f.value = std::max(record.devices[k].*f.value, second[k].*f.value);
+    }
   }
   if (api) measure_pairs(host, record, api, options);
   std::vector<HealthFinding> judged = judge_copies(host, record, options.rules);

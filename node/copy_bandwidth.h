@@ -32,11 +32,15 @@ struct CopyRecord {
   double seconds = 0;       // of each measurement
   std::vector<CopyDevice> devices;
   std::vector<PeerCopy> pairs;
+  // Every pair runs over one kind of path (an NVSwitch baseboard: the host file states
+  // nvlinks_per_gpu), so the pairs are judged against each other; else only recorded.
+  bool pairs_alike = false;
   std::vector<HealthFinding> findings;  // slow figures, failed devices, missing peer paths
 };
 
 struct CopyOptions {
-  double seconds = 0.5;  // each device figure; a pair gets a quarter
+  double seconds = 0.5;      // each device figure; a pair gets an eighth
+  bool pairs_alike = false;  // CopyRecord::pairs_alike
   std::string sysfs_root = "/sys";
   PeerRules rules;
 };

@@ -7,27 +7,24 @@
 namespace tp {
 namespace {
 
-void add_sample(GpuLoad& load, const GpuHealth& h, bool busy_without_utilization) {
+bool is_busy(const GpuHealth& h, bool busy_without_utilization) {
+  return h.utilization_pct >= 0 ? h.utilization_pct >= kBusyUtilizationPct
+                                : busy_without_utilization;
+}
+
+void count_reasons(GpuLoad& load, const GpuHealth& h) {
+  ++load.reason_samples;
+  if (h.clock_event_reasons < 0) return;
+  const long long bits = h.clock_event_reasons;
+  load.hw_slowdown += (bits & kClocksHwSlowdown) ? 1 : 0;
+  load.hw_thermal += (bits & kClocksHwThermal) ? 1 : 0;
+  load.hw_power_brake += (bits & kClocksHwPowerBrake) ? 1 : 0;
+  load.sw_thermal += (bits & kClocksSwThermal) ? 1 : 0;
+  load.sw_power_cap += (bits & kClocksSwPowerCap) ? 1 : 0;
+}
+
+void add_sample(GpuLoad& load, const GpuHealth& h, bool busy) {
   ++load.samples;
-  if (h.clock_event_reasons >= 0) {
-    const long long bits = h.clock_event_reasons;
-    load.hw_slowdown += (bits & kClocksHwSlowdown) ? 1 : 0;
-    load.hw_thermal += (bits & kClocksHwThermal) ? 1 : 0;
-    load.hw_power_brake += (bits & kClocksHwPowerBrake) ? 1 : 0;
-    load.sw_thermal += (bits & kClocksSwThermal) ? 1 : 0;
-    load.sw_power_cap += (bits & kClocksSwPowerCap) ? 1 : 0;
-  }
-  // The fastest link while busy: a GPU lowers its link at rest, so one busy sample at full
-  // speed shows the link can train there, and an idle one says nothing.
-  const bool busy =
-      h.utilization_pct >= 0 ? h.utilization_pct >= kBusyUtilizationPct : busy_without_utilization;
-  if (!busy) return;
-  ++load.busy_samples;
-  if (h.pcie_gen > load.best_pcie_gen ||
-      (h.pcie_gen == load.best_pcie_gen && h.pcie_width > load.best_pcie_width)) {
-    load.best_pcie_gen = h.pcie_gen;
-    load.best_pcie_width = h.pcie_width;
-  }
   load.hottest_c = std::max(load.hottest_c, h.temperature_c);
   load.peak_power_w = std::max(load.peak_power_w, h.power_w);
   if (h.sm_clock_mhz >= 0) {
@@ -36,6 +33,27 @@ void add_sample(GpuLoad& load, const GpuHealth& h, bool busy_without_utilization
                                    : std::min(load.lowest_sm_clock_mhz, h.sm_clock_mhz);
     load.highest_sm_clock_mhz = std::max(load.highest_sm_clock_mhz, h.sm_clock_mhz);
   }
+  // The fastest link while busy: a GPU lowers its link at rest, so one busy sample at full
+  // speed shows the link can train there, and an idle one says nothing.
+  if (!busy) return;
+  ++load.busy_samples;
+  if (h.pcie_gen > load.best_pcie_gen ||
+      (h.pcie_gen == load.best_pcie_gen && h.pcie_width > load.best_pcie_width)) {
+    load.best_pcie_gen = h.pcie_gen;
+    load.best_pcie_width = h.pcie_width;
+  }
+}
+
+// One GPU's samples: the clock reasons over its busy samples where it had any (hours of idle
+// stages must not dilute a brake held through training), else over all of them.
+GpuLoad summarise_gpu(const DriverGpu& gpu, const std::vector<GpuHealth>& samples,
+                      bool busy_without_utilization) {
+  GpuLoad g;
+  g.gpu = gpu;
+  for (const GpuHealth& h : samples) add_sample(g, h, is_busy(h, busy_without_utilization));
+  for (const GpuHealth& h : samples)
+    if (g.busy_samples == 0 || is_busy(h, busy_without_utilization)) count_reasons(g, h);
+  return g;
 }
 
 struct LoadFindings {
@@ -55,23 +73,24 @@ std::string samples_share(int count, int samples) {
 }
 
 void judge_load_clocks(LoadFindings& f, const GpuLoad& g, const LoadRules& rules) {
-  if (g.samples == 0) return;
+  if (g.reason_samples == 0) return;
   const std::string who = gpu_label(g.gpu);
-  const auto over = [&](int count) { return count > rules.clock_event_share * g.samples; };
+  const auto over = [&](int count) { return count > rules.clock_event_share * g.reason_samples; };
   const std::pair<int, const char*> hardware[] = {{g.hw_slowdown, "HW slowdown"},
                                                   {g.hw_thermal, "HW thermal slowdown"},
                                                   {g.hw_power_brake, "HW power brake"}};
   for (const auto& [count, name] : hardware)
     if (over(count))
       f.add("fail", who,
-            std::string("clocks held down by ") + name + " in " + samples_share(count, g.samples) +
-                " of the load",
+            std::string("clocks held down by ") + name + " in " +
+                samples_share(count, g.reason_samples) + " of the load",
             "drain the node; check the GPU's cooling, its power supply and the baseboard's "
             "power-brake signal");
   if (over(g.sw_thermal))
     f.add("warn", who,
-          "clocks held down by SW thermal slowdown in " + samples_share(g.sw_thermal, g.samples) +
-              " of the load (hottest " + std::to_string(g.hottest_c) + " C)",
+          "clocks held down by SW thermal slowdown in " +
+              samples_share(g.sw_thermal, g.reason_samples) + " of the load (hottest " +
+              std::to_string(g.hottest_c) + " C)",
           "check the node's cooling and airflow");
 }
 
@@ -117,13 +136,11 @@ LoadHealth summarise_load(const NvmlWatchRecord& watch, bool busy_without_utiliz
   load.events_unavailable = watch.events_unavailable;
   load.stopped = watch.stopped;
   load.seconds = watch.seconds;
-  for (size_t k = 0; k < watch.gpus.size(); ++k) {
-    GpuLoad g;
-    g.gpu = watch.gpus[k];
-    if (k < watch.samples.size())
-      for (const GpuHealth& h : watch.samples[k]) add_sample(g, h, busy_without_utilization);
-    load.gpus.push_back(g);
-  }
+  static const std::vector<GpuHealth> none;
+  for (size_t k = 0; k < watch.gpus.size(); ++k)
+    load.gpus.push_back(summarise_gpu(watch.gpus[k],
+                                      k < watch.samples.size() ? watch.samples[k] : none,
+                                      busy_without_utilization));
   for (const GpuXid& x : watch.xids) {
     XidEvent e;
     e.xid = x.xid;
@@ -140,22 +157,26 @@ LoadHealth summarise_load(const NvmlWatchRecord& watch, bool busy_without_utiliz
 
 std::vector<HealthFinding> judge_xids(const std::string& host, const std::vector<XidEvent>& xids,
                                       const XidOverrides& overrides, const DriverView& driver) {
-  // One finding per GPU and XID however often it came (an XID storm is one problem).
-  std::map<std::pair<std::string, long long>, std::pair<int, std::string>> seen;
+  // One finding per GPU and XID however often it came (an XID storm is one problem). The same
+  // XID reaches NVML's events and the kernel log: its count is the larger source's, not the sum.
+  std::map<std::pair<std::string, long long>, std::map<std::string, int>> seen;
   std::vector<std::pair<std::string, long long>> order;
   for (const XidEvent& x : xids) {
     const auto key = std::make_pair(xid_gpu(x, driver), x.xid);
-    auto [it, fresh] = seen.emplace(key, std::make_pair(0, x.source));
+    auto [it, fresh] = seen.emplace(key, std::map<std::string, int>{});
     if (fresh) order.push_back(key);
-    ++it->second.first;
-    if (it->second.second.find(x.source) == std::string::npos)
-      it->second.second += " and " + x.source;
+    ++it->second[x.source];
   }
   LoadFindings f{host, {}};
   for (const auto& key : order) {
     const XidRule rule = xid_rule(key.second, overrides);
     if (rule.kind == XidClass::application) continue;
-    const auto& [count, sources] = seen[key];
+    int count = 0;
+    std::string sources;
+    for (const auto& [source, n] : seen[key]) {
+      count = std::max(count, n);
+      sources += (sources.empty() ? "" : " and ") + source;
+    }
     f.add(rule.kind == XidClass::fatal ? "fail" : "warn", key.first,
           "XID " + std::to_string(key.second) + ", " + rule.meaning +
               (count > 1 ? " (" + std::to_string(count) + " times" : " (once") + ", " + sources +

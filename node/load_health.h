@@ -18,7 +18,10 @@ namespace tp {
 struct GpuLoad {
   DriverGpu gpu;  // identity and maxima (PCIe, SM clock) as the watch found them
   int samples = 0;
-  // Samples in which each reason held the clocks (docs/node-check.md names the bits).
+  // The samples the clock reasons were counted over: the busy ones, or every one for a GPU
+  // never busy; and those in which each reason held the clocks (docs/node-check.md names the
+  // bits).
+  int reason_samples = 0;
   int hw_slowdown = 0, hw_thermal = 0, hw_power_brake = 0, sw_thermal = 0, sw_power_cap = 0;
   // Samples in which the GPU was busy: the driver saw a kernel run in at least half its last
   // period (kBusyUtilizationPct), or, where it does not say, the load was known to keep it busy.

@@ -168,8 +168,13 @@ LoadStages load_health_stages(NodeWatch& watch, const NodeRead& after, const Inv
     std::vector<XidEvent> seen = summary.xids;
     for (XidEvent& x : kernel_log_xids(log.records, log.now_us, since_s + 1))
       seen.push_back(std::move(x));
-    xids.judged = summary.events_unavailable.empty() || log.unreadable.empty();
-    xids.why_not = "neither NVML's XID events (" + summary.events_unavailable +
+    const bool events_watched =
+        summary.unavailable.empty() && summary.stopped && summary.events_unavailable.empty();
+    xids.judged = events_watched || log.unreadable.empty();
+    xids.why_not = "neither NVML's XID events (" +
+                   (!summary.unavailable.empty() ? summary.unavailable
+                    : !summary.stopped           ? "the watch is stuck in the driver"
+                                                 : summary.events_unavailable) +
                    ") nor the kernel log (" + log.unreadable + ") could be read";
     xids.findings = judge_xids(xids.host, seen, rules.xids, after.driver);
   } else if (after.taken) {

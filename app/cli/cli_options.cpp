@@ -324,7 +324,7 @@ po::options_description node_options() {
        "GPU at once (on the CPU where there is no GPU driver), watched through NVML: clock-event "
        "reasons and the PCIe link while busy, XID events, counters before and after, each "
        "GPU's GEMM rate, memory copy and host-to-device and device-to-host rates against its "
-       "peers, and every GPU pair's peer copy rate (about 80 s at the defaults)")
+       "peers, and every GPU pair's peer copy rate (about 90 s at the defaults)")
       ("health.burn_s", po::value<double>()->default_value(60.0)->value_name("S"),
        "level=full: seconds of GEMM burn, long enough for a GPU to reach its thermal and power "
        "steady state; each copy figure is measured for burn_s/60 s (0.1 to 1)")

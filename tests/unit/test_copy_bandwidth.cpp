@@ -17,6 +17,7 @@ using ::testing::HasSubstr;
 tp::CopyRecord healthy_node() {
   tp::CopyRecord r;
   r.backend = "cuda";
+  r.pairs_alike = true;  // an NVSwitch baseboard
   const double spread[] = {1.00, 0.98, 1.02, 0.99, 1.01, 0.97, 1.03, 1.00};
   for (int g = 0; g < 8; ++g) {
     tp::CopyDevice d;
@@ -62,6 +63,9 @@ TEST(CopyBandwidth, ASlowPairAndAMissingPeerPathAreNamedWithTheirPair) {
   EXPECT_EQ(found[0], "warn n7: GPU 2 -> GPU 7: no peer path, while 55 other pair(s) have one");
   EXPECT_THAT(found[1], HasSubstr("fail n7: GPU 1 -> GPU 3: peer copy 185.0 GB/s, 49% of the "
                                   "node's best pair"));
+  // Where pairs run over different paths (sockets, NVLink bridges), they are only recorded.
+  r.pairs_alike = false;
+  EXPECT_TRUE(reasons(r).empty());
 }
 
 TEST(CopyBandwidth, ANodeWithoutPeerPathsIsNoFindingAndAFailedDeviceIs) {

@@ -52,8 +52,9 @@ tp::DriverView driver_of(const tp::NvmlWatchRecord& w) {
   return d;
 }
 
-std::vector<std::string> judged(const tp::NvmlWatchRecord& w, const tp::LoadRules& rules = {}) {
-  const tp::LoadHealth load = tp::summarise_load(w, true);
+std::vector<std::string> judged(const tp::NvmlWatchRecord& w, const tp::LoadRules& rules = {},
+                                bool busy_without_utilization = true) {
+  const tp::LoadHealth load = tp::summarise_load(w, busy_without_utilization);
   std::vector<tp::HealthFinding> findings = tp::judge_load_health("n7", load, rules);
   const auto xids = tp::judge_xids("n7", load.xids, rules.xids, driver_of(w));
   findings.insert(findings.end(), xids.begin(), xids.end());
@@ -140,6 +141,38 @@ TEST(LoadHealth, TheLinkIsJudgedOnlyInSamplesWhereTheDriverSawTheGpuBusy) {
   for (auto& h : quiet.samples[0]) h = busy(0, 1, 16);
   EXPECT_TRUE(tp::judge_load_health("n7", tp::summarise_load(quiet, false), {}).empty());
   EXPECT_EQ(tp::judge_load_health("n7", tp::summarise_load(quiet, true), {}).size(), 1u);
+}
+
+TEST(LoadHealth, ABrakeThroughTheBusySamplesIsNotDilutedByIdleOnes) {
+  // An accept: 90 idle samples, then 10 busy ones all held down by the HW power brake.
+  tp::NvmlWatchRecord w = healthy_watch();
+  for (int i = 0; i < 100; ++i) {
+    w.samples[1][i] = busy(i < 90 ? 0 : tp::kClocksHwPowerBrake, 5, 16);
+    w.samples[1][i].utilization_pct = i < 90 ? 0 : 100;
+  }
+  const tp::LoadHealth load = tp::summarise_load(w, false);
+  EXPECT_EQ(load.gpus[1].reason_samples, 10);
+  EXPECT_THAT(judged(w, {}, false),
+              ElementsAre(HasSubstr("GPU 1 (GPU-101, 0000:19:00.0): clocks held down by HW power "
+                                    "brake in 10 of 10 samples (100%)")));
+}
+
+TEST(Xids, OneXidSeenByNvmlAndTheKernelLogIsCountedOnce) {
+  tp::DriverView driver;
+  driver.gpus = {gpu(0), gpu(1)};
+  tp::XidEvent nvml;
+  nvml.xid = 79;
+  nvml.uuid = "GPU-101";
+  nvml.source = "nvml";
+  tp::XidEvent logged;
+  logged.xid = 79;
+  logged.pci_address = "0000:19:00";
+  logged.source = "kernel log";
+  const auto findings = tp::judge_xids("n7", {nvml, logged}, {}, driver);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].reason,
+            "n7: GPU 1 (GPU-101, 0000:19:00.0): XID 79, GPU has fallen off the bus (once, kernel "
+            "log and nvml)");
 }
 
 TEST(LoadHealth, AWatchStuckInTheDriverIsTheNodesFailure) {
