@@ -114,12 +114,16 @@ void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
   NvmlWatch watch(c.sample_s);
   BurnOptions options;
   options.seconds = c.burn_s;
+  if (c.rules) options.rules.floor = c.rules->min_gemm_tflops;
   r.burn = run_burn(host, options);
   // The copies run inside the watch too: host-to-device copies load each PCIe link fully.
   CopyOptions copies;
   copies.seconds = std::clamp(c.burn_s / 60, 0.1, 1.0);
   copies.sysfs_root = c.sysfs_root;
   copies.pairs_alike = c.rules && c.rules->nvlinks_per_gpu && *c.rules->nvlinks_per_gpu > 0;
+  if (c.rules)
+    copies.floors = {c.rules->min_memory_copy_gbps, c.rules->min_h2d_gbps, c.rules->min_d2h_gbps,
+                     c.rules->min_peer_copy_gbps};
   r.copies = run_copy_bandwidth(host, copies);
   r.copy_findings = r.copies.findings;
   // A read of every GPU takes milliseconds; a watch that has not come back in this long is

@@ -102,10 +102,17 @@ void measure_all(std::vector<CopyDevice>& devices, const std::vector<size_t>& wh
 struct Figure {
   const char* name;  // in reasons
   double CopyDevice::*value;
+  double CopyFloors::*floor;
 };
-constexpr Figure kFigures[] = {{"device memory copy", &CopyDevice::device_gbps},
-                               {"host-to-device copy", &CopyDevice::h2d_gbps},
-                               {"device-to-host copy", &CopyDevice::d2h_gbps}};
+constexpr Figure kFigures[] = {
+    {"device memory copy", &CopyDevice::device_gbps, &CopyFloors::device},
+    {"host-to-device copy", &CopyDevice::h2d_gbps, &CopyFloors::h2d},
+    {"device-to-host copy", &CopyDevice::d2h_gbps, &CopyFloors::d2h}};
+
+PeerRules with_floor(PeerRules rules, double floor) {
+  rules.floor = floor;
+  return rules;
+}
 
 std::vector<GpuFigure> figures_of(const std::string& host, const std::vector<CopyDevice>& devices,
                                   double CopyDevice::*value, std::vector<size_t>& index) {
@@ -125,7 +132,8 @@ std::vector<size_t> suspects(const std::string& host, const CopyRecord& record,
   std::vector<size_t> out, index;
   for (const Figure& f : kFigures) {
     const PeerJudgement j =
-        judge_gpu_peers(figures_of(host, record.devices, f.value, index), rules, f.name, "GB/s");
+        judge_gpu_peers(figures_of(host, record.devices, f.value, index),
+                        with_floor(rules, record.floors.*f.floor), f.name, "GB/s");
     for (const PeerFlag& flag : j.flags)
       if (std::find(out.begin(), out.end(), index[flag.index]) == out.end())
         out.push_back(index[flag.index]);
@@ -193,8 +201,20 @@ std::string pair_label(const std::string& host, const PeerCopy& p) {
 
 void judge_pairs(const std::string& host, const CopyRecord& record, const PeerRules& rules,
                  std::vector<HealthFinding>& out) {
-  // Only where every pair shares one kind of path; elsewhere a pair across sockets, or one
-  // without an NVLink bridge, is slower by design.
+  // A floor holds for every pair: the host file says what each must reach.
+  if (record.floors.peer > 0)
+    for (const PeerCopy& p : record.pairs)
+      if (p.gbps > 0 && p.gbps < record.floors.peer) {
+        char text[128];
+        std::snprintf(text, sizeof text,
+                      ": peer copy %.1f GB/s, below the host file's floor of %.1f GB/s", p.gbps,
+                      record.floors.peer);
+        out.push_back({"fail", pair_label(host, p) + text,
+                       "drain the node; check that pair's NVLink links (nvidia-smi nvlink -s) "
+                       "and the NVSwitch trays"});
+      }
+  // Against each other only where every pair shares one kind of path; elsewhere a pair across
+  // sockets, or one without an NVLink bridge, is slower by design.
   if (!record.pairs_alike) return;
   std::vector<GpuFigure> figures;
   std::vector<const PeerCopy*> measured, missing;
@@ -215,6 +235,8 @@ void judge_pairs(const std::string& host, const CopyRecord& record, const PeerRu
                      "check the NVLink links and the fabric manager (nvidia-smi topo -m)"});
   const PeerJudgement j = judge_gpu_peers(figures, rules, "peer copy", "GB/s");
   for (const PeerFlag& flag : j.flags) {
+    if (record.floors.peer > 0 && measured[flag.index]->gbps < record.floors.peer)
+      continue;  // named by its floor above
     char figures_text[160];
     std::snprintf(figures_text, sizeof figures_text,
                   ": peer copy %.1f GB/s, %.0f%% of the node's best pair (%.1f GB/s; the pairs "
@@ -239,7 +261,8 @@ std::vector<HealthFinding> judge_copies(const std::string& host, const CopyRecor
   std::vector<size_t> index;
   for (const Figure& f : kFigures) {
     const PeerJudgement j =
-        judge_gpu_peers(figures_of(host, record.devices, f.value, index), rules, f.name, "GB/s");
+        judge_gpu_peers(figures_of(host, record.devices, f.value, index),
+                        with_floor(rules, record.floors.*f.floor), f.name, "GB/s");
     for (const PeerFlag& flag : j.flags)
       out.push_back({flag.status, flag.reason,
                      std::string(f.value == &CopyDevice::device_gbps
@@ -256,6 +279,7 @@ CopyRecord run_copy_bandwidth(const std::string& host, const CopyOptions& option
   CopyRecord record;
   record.seconds = options.seconds;
   record.pairs_alike = options.pairs_alike;
+  record.floors = options.floors;
   const GpuApi* api = nullptr;
   record.devices = find_devices(record, api);
   if (record.devices.empty()) {

@@ -26,6 +26,12 @@ struct PeerCopy {
   double gbps = 0;  // 0: no peer path
 };
 
+// The host file's absolute floors, GB/s ([health] min_*_gbps; 0: none): a figure below its floor
+// fails whatever its peers measured.
+struct CopyFloors {
+  double device = 0, h2d = 0, d2h = 0, peer = 0;
+};
+
 struct CopyRecord {
   std::string backend;      // "cuda" or "cpu"
   std::string unavailable;  // why nothing was measured
@@ -35,19 +41,22 @@ struct CopyRecord {
   // Every pair runs over one kind of path (an NVSwitch baseboard: the host file states
   // nvlinks_per_gpu), so the pairs are judged against each other; else only recorded.
   bool pairs_alike = false;
+  CopyFloors floors;
   std::vector<HealthFinding> findings;  // slow figures, failed devices, missing peer paths
 };
 
 struct CopyOptions {
   double seconds = 0.5;      // each device figure; a pair gets an eighth
   bool pairs_alike = false;  // CopyRecord::pairs_alike
+  CopyFloors floors;
   std::string sysfs_root = "/sys";
   PeerRules rules;
 };
 
 CopyRecord run_copy_bandwidth(const std::string& host, const CopyOptions& options);
 
-// Pure: the findings of measured devices and pairs (with their confirmations applied).
+// Pure: the findings of measured devices and pairs (with their confirmations applied), each
+// figure judged by `rules` with the record's floor for it.
 std::vector<HealthFinding> judge_copies(const std::string& host, const CopyRecord& record,
                                         const PeerRules& rules);
 

@@ -65,7 +65,7 @@ PeerJudgement judge_gpu_peers(const std::vector<GpuFigure>& figures, const PeerR
     PeerFlag flag{
         i, status, ratio, reference, by_node ? "the best GPU of its node" : "the job's median GPU",
         ""};
-    flag.reason = f.host + ": GPU " + std::to_string(f.gpu) +
+    flag.reason = f.host + ": " + (f.gpu < 0 ? "the CPU" : "GPU " + std::to_string(f.gpu)) +
                   (f.uuid.empty() ? "" : " (" + f.uuid + ")") + ": " + what + " " +
                   number_text(f.value) + " " + unit + ", " + percent_text(ratio) + " of " +
                   flag.reference_name + " (" + number_text(reference) + " " + unit +

@@ -46,6 +46,9 @@ struct InventorySpec {
   // The host file's [health] section: the health rules' overrides (docs/node-check.md).
   std::optional<double> clock_event_share;
   XidOverrides xids;
+  // Absolute floors of node-check --level=full's figures (0: none).
+  double min_gemm_tflops = 0, min_memory_copy_gbps = 0, min_h2d_gbps = 0, min_d2h_gbps = 0,
+         min_peer_copy_gbps = 0;
 
   bool empty() const;  // no [inventory] key ([health] aside)
 };

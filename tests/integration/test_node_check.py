@@ -433,6 +433,21 @@ class UnderLoad(unittest.TestCase):
         self.assertEqual(check["status"], "n/a", check)
         self.assertIn("absent: No such file or directory", check["reason"])
 
+    def test_a_host_files_floor_fails_a_device_below_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            hosts = os.path.join(tmp, "vm.ini")
+            with open(DEV_VM) as f:
+                write(hosts, f.read() + "\n[health]\nmin_gemm_tflops = 1000\n"
+                      "min_memory_copy_gbps = 100000\n")
+            proc, report = node_check(tmp, f"--gate.file={hosts}", *FULL)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        found = self.findings(report)
+        self.assertEqual([(c, s) for c, s, _ in found], [("gpu_burn", "fail"),
+                                                        ("gpu_copies", "fail")], found)
+        self.assertRegex(found[0][2], r"^the CPU: GEMM [0-9.]+ TFLOP/s, .*below the host file's "
+                                      r"floor of 1000 TFLOP/s")
+        self.assertIn("below the host file's floor of 100000 GB/s", found[1][2])
+
     def test_this_vm_under_load_is_healthy(self):
         with tempfile.TemporaryDirectory() as tmp:
             proc, report = node_check(tmp, f"--gate.file={DEV_VM}", *FULL)

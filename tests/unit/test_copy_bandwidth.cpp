@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "node/copy_bandwidth.h"
+#include "node/inventory_spec.h"
 
 namespace {
 
@@ -75,6 +76,39 @@ TEST(CopyBandwidth, ANodeWithoutPeerPathsIsNoFindingAndAFailedDeviceIs) {
   const auto found = reasons(r);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0], "fail n7: GPU 2: the copies failed: cudaMalloc: out of memory");
+}
+
+TEST(CopyBandwidth, AHostFilesFloorFailsEveryFigureBelowIt) {
+  tp::CopyRecord r = healthy_node();
+  r.floors.h2d = 54;  // GPUs 2 and 6 copy just under it, at 53.4 and 53.9 GB/s
+  r.floors.peer = 375;
+  r.pairs_alike = false;  // a floor holds whatever the paths
+  const auto found = reasons(r);
+  int h2d = 0, peer = 0;
+  for (const std::string& f : found) {
+    h2d += f.find("host-to-device copy") != std::string::npos;
+    peer += f.find("below the host file's floor of 375.0 GB/s") != std::string::npos;
+    EXPECT_EQ(f.rfind("fail ", 0), 0u) << f;
+  }
+  EXPECT_EQ(h2d, 2);
+  EXPECT_GT(peer, 0);
+  EXPECT_EQ(size_t(h2d + peer), found.size());
+}
+
+TEST(CopyBandwidth, TheFloorsAndRulesAreReadFromAHostFilesHealthSection) {
+  const tp::InventoryLines lines = {{"health.min_gemm_tflops", {"700", 3}},
+                                    {"health.min_h2d_gbps", {"50", 4}},
+                                    {"health.min_peer_copy_gbps", {"350.5", 5}},
+                                    {"health.fatal_xids", {"13, 31", 6}}};
+  const tp::InventorySpec spec = tp::parse_inventory("h.ini", lines);
+  EXPECT_EQ(spec.min_gemm_tflops, 700);
+  EXPECT_EQ(spec.min_h2d_gbps, 50);
+  EXPECT_EQ(spec.min_peer_copy_gbps, 350.5);
+  EXPECT_EQ(spec.min_d2h_gbps, 0);
+  EXPECT_EQ(spec.xids.fatal, (std::vector<long long>{13, 31}));
+  EXPECT_TRUE(spec.empty());  // [health] alone states no inventory
+  EXPECT_THROW(tp::parse_inventory("h.ini", {{"health.min_h2d_gbps", {"fast", 4}}}),
+               std::exception);
 }
 
 }  // namespace
