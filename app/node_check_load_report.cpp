@@ -53,6 +53,14 @@ json gpu_load_json(const GpuLoad& g) {
             {"highest", null_if_negative(g.highest_sm_clock_mhz)}}}};
 }
 
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", s);
+  return text;
+}
+
+}  // namespace
+
 // One check over a list of findings: FAIL if any fails, else WARN if any, else PASS.
 json findings_check(const std::string& name, const std::vector<HealthFinding>& findings,
                     const std::string& pass_reason) {
@@ -68,14 +76,6 @@ json findings_check(const std::string& name, const std::vector<HealthFinding>& f
       name, int(findings.size()), 0, status,
       findings.empty() ? pass_reason : std::to_string(findings.size()) + " finding(s): " + reasons);
 }
-
-std::string seconds_text(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.0f", s);
-  return text;
-}
-
-}  // namespace
 
 json xids_json(const NodeCheckRecord& r) {
   json kernel = json::array(), during = json::array();

@@ -18,6 +18,11 @@ nlohmann::json burn_json(const NodeCheckRecord& r);
 // level=quick).
 nlohmann::json copies_json(const NodeCheckRecord& r);
 
+// One check over a list of findings: FAIL if any fails, else WARN if any, else PASS with
+// `pass_reason`.
+nlohmann::json findings_check(const std::string& name, const std::vector<HealthFinding>& findings,
+                              const std::string& pass_reason);
+
 // The `xid` check: FAIL for a fatal XID, WARN for one to look into, n/a where neither the kernel
 // log nor NVML's events could be read.
 nlohmann::json xid_check(const NodeCheckRecord& r);

@@ -140,18 +140,8 @@ json gpu_health_check(const std::vector<HealthFinding>& findings, const DriverVi
                       "the driver could not be asked: " + driver.unavailable);
   if (driver.gpus.empty())
     return gate_check("gpu_health", nullptr, nullptr, "n/a", "the driver lists no GPU");
-  std::string status = "pass", reasons;
-  for (const HealthFinding& f : findings) {
-    if (f.status == "fail")
-      status = "fail";
-    else if (status == "pass")
-      status = "warn";
-    reasons += (reasons.empty() ? "" : "; ") + f.reason;
-  }
-  return gate_check("gpu_health", int(findings.size()), 0, status,
-                    findings.empty()
-                        ? "every one of " + std::to_string(driver.gpus.size()) + " GPU(s) healthy"
-                        : std::to_string(findings.size()) + " finding(s): " + reasons);
+  return findings_check("gpu_health", findings,
+                        "every one of " + std::to_string(driver.gpus.size()) + " GPU(s) healthy");
 }
 
 json node_check_report(const NodeCheckRecord& r) {

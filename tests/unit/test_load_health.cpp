@@ -45,6 +45,16 @@ tp::NvmlWatchRecord healthy_watch() {
   return w;
 }
 
+tp::XidEvent xid_event(long long xid, const std::string& source, const std::string& pci_address,
+                       const std::string& uuid = "") {
+  tp::XidEvent x;
+  x.xid = xid;
+  x.source = source;
+  x.pci_address = pci_address;
+  x.uuid = uuid;
+  return x;
+}
+
 tp::DriverView driver_of(const tp::NvmlWatchRecord& w) {
   tp::DriverView d;
   d.loaded = true;
@@ -160,14 +170,8 @@ TEST(LoadHealth, ABrakeThroughTheBusySamplesIsNotDilutedByIdleOnes) {
 TEST(Xids, OneXidSeenByNvmlAndTheKernelLogIsCountedOnce) {
   tp::DriverView driver;
   driver.gpus = {gpu(0), gpu(1)};
-  tp::XidEvent nvml;
-  nvml.xid = 79;
-  nvml.uuid = "GPU-101";
-  nvml.source = "nvml";
-  tp::XidEvent logged;
-  logged.xid = 79;
-  logged.pci_address = "0000:19:00";
-  logged.source = "kernel log";
+  const tp::XidEvent nvml = xid_event(79, "nvml", "", "GPU-101");
+  const tp::XidEvent logged = xid_event(79, "kernel log", "0000:19:00");
   const auto findings = tp::judge_xids("n7", {nvml, logged}, {}, driver);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].reason,
@@ -243,10 +247,7 @@ TEST(KernelLog, XidsWithinTheWindowAreReadFromKmsgRecords) {
 TEST(KernelLog, AKernelLogXidIsNamedWithTheGpuAtItsAddress) {
   tp::DriverView driver;
   driver.gpus = {gpu(0), gpu(1)};
-  tp::XidEvent x;
-  x.xid = 48;
-  x.pci_address = "0000:19:00";
-  x.source = "kernel log";
+  tp::XidEvent x = xid_event(48, "kernel log", "0000:19:00");
   const auto findings = tp::judge_xids("n7", {x}, {}, driver);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].reason,
