@@ -20,9 +20,8 @@ std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor
 void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,
                           const PairLines& lines);
 
-// The trials of the flags that lie within one noise of the line (their ratio to the control at or
-// above flag_fraction - 2 x noise), to be measured a second time, in order.
-std::vector<PairTrial> plan_second_trials(const PairwiseRecord& record, double flag_fraction);
+// The trials of every flag and fail, to be measured a second time, in order.
+std::vector<PairTrial> plan_second_trials(const PairwiseRecord& record);
 
 // The second trials' transfers: a flag stands only if its second trial flags it too.
 void record_second_trials(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,

@@ -240,8 +240,8 @@ std::string trials_text(const std::vector<PairTrial>& trials) {
   return list.dump();
 }
 
-// Every suspect measured again beside its control, one trial at a time; a flag within one noise
-// of the line a second time (docs/sweep.md, "Confirming a flag").
+// Every suspect measured again beside its control, one trial at a time,
+// and every flag or fail a second time (docs/sweep.md, "Confirming a flag").
 void confirm_suspects(PairwiseRecord& record, const SweepConfig& cfg, const World& world,
                       Collective& collective, const PairPlan& plan, size_t rounds) {
   std::string text;
@@ -251,7 +251,7 @@ void confirm_suspects(PairwiseRecord& record, const SweepConfig& cfg, const Worl
   const PairLines lines{cfg.flag_fraction, cfg.fail_fraction, cfg.fail_floor};
   if (world.rank == 0) {
     record_confirmations(record, first, lines);
-    text = trials_text(plan_second_trials(record, cfg.flag_fraction));
+    text = trials_text(plan_second_trials(record));
   }
   const auto second = run_trials(text, world, collective, plan, record.confirm_iters, beats);
   if (world.rank == 0) record_second_trials(record, second, lines);

@@ -38,8 +38,8 @@ struct PairConfirmation {
   double spread = 0, control_spread = 0;            // relative median absolute deviation of each
   double noise = 0;                                 // the relative spread a flag had to clear
   Confirmed outcome = Confirmed::transient;
-  // A flag within one noise of the line is measured a second time, and stands only if the second
-  // trial flags it too: -1 when there was none.
+  // Every flag and fail is measured a second time, and the milder of the two outcomes decides:
+  // -1 when there was no second trial.
   double again_gbps = -1, again_control_gbps = -1;
   double again_noise = 0;
   // A trial below flag_fraction of its control whose noise was above PairLines::noise_bound(): the
