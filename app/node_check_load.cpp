@@ -13,30 +13,6 @@
 namespace tp {
 namespace {
 
-std::string device_label(const BurnDevice& d) {
-  if (d.gpu < 0) return "the CPU";
-  return "GPU " + std::to_string(d.gpu) + " (" + (d.uuid.empty() ? "" : d.uuid + ", ") +
-         d.pci_address + ")";
-}
-
-std::vector<HealthFinding> burn_findings(const std::string& host, const BurnRecord& burn,
-                                         bool driver_present) {
-  std::vector<HealthFinding> out;
-  if (!burn.unavailable.empty() && driver_present)
-    out.push_back({"fail", host + ": the burn could not run: " + burn.unavailable,
-                   "check the CUDA toolkit and libtrainproof_gpu.so beside trainproof, then the "
-                   "GPUs (nvidia-smi)"});
-  for (const BurnDevice& d : burn.devices)
-    if (!d.error.empty())
-      out.push_back({"fail", host + ": " + device_label(d) + ": the burn failed: " + d.error,
-                     "drain the node and reset the GPU; run node-check --level=full again"});
-  for (const PeerFlag& flag : burn.peers.flags)
-    out.push_back({flag.status, flag.reason,
-                   "drain the node; burn that GPU alone to confirm, then check its cooling and "
-                   "power, and replace it if it stays slow"});
-  return out;
-}
-
 std::string rate_text(double flops) {
   char text[48];
   if (flops >= 1e12)
@@ -72,7 +48,7 @@ void print_copies(const CopyRecord& copies) {
 
 void print_burn(const BurnRecord& burn) {
   for (const BurnDevice& d : burn.devices) {
-    std::cout << "  " << device_label(d) << ": ";
+    std::cout << "  " << burn_device_label(d) << ": ";
     if (!d.error.empty())
       std::cout << "failed: " << d.error << "\n";
     else
@@ -112,19 +88,9 @@ void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
   std::cout << "node-check: burning for " << c.burn_s << " s (GEMM on every GPU, or the CPU), "
             << "reading every GPU each " << c.sample_s << " s" << std::endl;
   NvmlWatch watch(c.sample_s);
-  BurnOptions options;
-  options.seconds = c.burn_s;
-  if (c.rules) options.rules.floor = c.rules->min_gemm_tflops;
-  r.burn = run_burn(host, options);
+  r.burn = run_burn(host, burn_options_of(c.burn_s, c.rules));
   // The copies run inside the watch too: host-to-device copies load each PCIe link fully.
-  CopyOptions copies;
-  copies.seconds = std::clamp(c.burn_s / 60, 0.1, 1.0);
-  copies.sysfs_root = c.sysfs_root;
-  copies.pairs_alike = c.rules && c.rules->nvlinks_per_gpu && *c.rules->nvlinks_per_gpu > 0;
-  if (c.rules)
-    copies.floors = {c.rules->min_memory_copy_gbps, c.rules->min_h2d_gbps, c.rules->min_d2h_gbps,
-                     c.rules->min_peer_copy_gbps};
-  r.copies = run_copy_bandwidth(host, copies);
+  r.copies = run_copy_bandwidth(host, copy_options_of(c.burn_s, c.rules, c.sysfs_root));
   r.copy_findings = r.copies.findings;
   // A read of every GPU takes milliseconds; a watch that has not come back in this long is
   // stuck in the driver.

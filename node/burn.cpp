@@ -167,4 +167,35 @@ BurnRecord run_burn(const std::string& host, const BurnOptions& options) {
   return record;
 }
 
+BurnOptions burn_options_of(double burn_s, const InventorySpec* rules) {
+  BurnOptions options;
+  options.seconds = burn_s;
+  if (rules) options.rules.floor = rules->min_gemm_tflops;
+  return options;
+}
+
+std::vector<HealthFinding> burn_findings(const std::string& host, const BurnRecord& burn,
+                                         bool driver_present) {
+  std::vector<HealthFinding> out;
+  if (!burn.unavailable.empty() && driver_present)
+    out.push_back({"fail", host + ": the burn could not run: " + burn.unavailable,
+                   "check the CUDA toolkit and libtrainproof_gpu.so beside trainproof, then the "
+                   "GPUs (nvidia-smi)"});
+  for (const BurnDevice& d : burn.devices)
+    if (!d.error.empty())
+      out.push_back({"fail", host + ": " + burn_device_label(d) + ": the burn failed: " + d.error,
+                     "drain the node and reset the GPU; run node-check --level=full again"});
+  for (const PeerFlag& flag : burn.peers.flags)
+    out.push_back({flag.status, flag.reason,
+                   "drain the node; burn that GPU alone to confirm, then check its cooling and "
+                   "power, and replace it if it stays slow"});
+  return out;
+}
+
+std::string burn_device_label(const BurnDevice& d) {
+  if (d.gpu < 0) return "the CPU";
+  return "GPU " + std::to_string(d.gpu) + " (" + (d.uuid.empty() ? "" : d.uuid + ", ") +
+         d.pci_address + ")";
+}
+
 }  // namespace tp

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "node/gpu_health.h"
 #include "node/gpu_peers.h"
+#include "node/inventory_spec.h"
 
 namespace tp {
 
@@ -43,5 +45,17 @@ BurnRecord run_burn(const std::string& host, const BurnOptions& options);
 
 // The median of the second half of `rates` (all of them when fewer than 2).
 double steady_rate(const std::vector<double>& rates);
+
+// The burn's settings from health.burn_s and the host file's [health] floor (`rules` may be null:
+// none), as node-check and accept --level=full run it.
+BurnOptions burn_options_of(double burn_s, const InventorySpec* rules);
+
+// A burn's findings: a burn that could not run where a driver is (`driver_present`), a device
+// that failed, and each GPU below its peers.
+std::vector<HealthFinding> burn_findings(const std::string& host, const BurnRecord& burn,
+                                         bool driver_present);
+
+// "GPU 3 (GPU-..., 0000:9a:00.0)", or "the CPU".
+std::string burn_device_label(const BurnDevice& d);
 
 }  // namespace tp

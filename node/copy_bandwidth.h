@@ -10,6 +10,7 @@
 
 #include "node/gpu_health.h"
 #include "node/gpu_peers.h"
+#include "node/inventory_spec.h"
 
 namespace tp {
 
@@ -59,5 +60,10 @@ CopyRecord run_copy_bandwidth(const std::string& host, const CopyOptions& option
 // figure judged by `rules` with the record's floor for it.
 std::vector<HealthFinding> judge_copies(const std::string& host, const CopyRecord& record,
                                         const PeerRules& rules);
+
+// The copies' settings from health.burn_s (each figure measured for burn_s/60 s, 0.1 to 1) and
+// the host file's [health] floors and nvlinks_per_gpu (`rules` may be null: none).
+CopyOptions copy_options_of(double burn_s, const InventorySpec* rules,
+                            const std::string& sysfs_root);
 
 }  // namespace tp

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 
+#include "app/accept/accept_burn.h"
 #include "app/accept/accept_config.h"
 #include "app/accept/accept_inputs.h"
 #include "app/accept/accept_preflight.h"
@@ -122,14 +123,24 @@ class NodeList {
   std::map<std::string, size_t> index_;
 };
 
+AcceptBurnSettings burn_settings(const AcceptInputs& in) {
+  AcceptBurnSettings s;
+  s.burn_s = in.accept.burn_s;
+  s.rules = &in.inv.inventory;
+  return s;
+}
+
 StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun& run) {
   StageWatch watch(in.train, report_file(in), world, "preflight");
   PreflightStage p = preflight_stage(in.train, world, in.inv.inventory, in.inv.inventory_file);
   watch.end();
-  run.job.mark("preflight");
   run.preflight_nodes = p.nodes;
   run.node_before = std::move(p.read);
-  run.node_watch = start_node_watch(*run.node_before, 1.0);
+  run.node_watch = start_node_watch(*run.node_before, in.accept.sample_s);
+  // The burn runs inside the watch, so load_health and xid cover it (docs/node-check.md).
+  BurnStage burn;
+  if (in.accept.burn) burn = burn_stage(burn_settings(in), world);
+  run.job.mark("preflight");
   // The preflight's findings are the first of each node's list (app/accept/accept_report.h): a
   // node missing what its host type must have first, then its GPUs' health, then its topology.
   std::map<std::string, std::vector<json>> by_host;  // one pass, hosts in order
@@ -137,10 +148,15 @@ StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun
   for (const auto& [host, reasons] : p.section["topology_reasons"].items())
     for (const json& why : reasons)  // "topology: ..." already
       by_host[host].push_back(node_finding("topology", why.get<std::string>()));
+  for (const auto& [host, finding] : burn.findings) by_host[host].push_back(finding);
   json nodes = json::array();
   NodeList list(nodes);
   for (const auto& [host, findings] : by_host)
     for (const json& finding : findings) list.add(host, finding);
+  if (in.accept.burn && world.rank == 0) {
+    p.section["burn"] = burn.section;
+    for (const json& check : burn.checks) p.checks.push_back(check);
+  }
   return {"preflight", 1, {{"preflight", p.section}, {"nodes", nodes}}, p.checks};
 }
 

@@ -106,6 +106,11 @@ AcceptConfig accept_config_from(const po::variables_map& vm,
   c.time_budget_s = in_range(vm, "accept.time_budget_s", 0.0, 1e7, false);
   c.stage_time_s = stage_times_from(vm["accept.stage_time_s"].as<std::string>(), c.stages);
   check_restore_stage(c, train);
+  c.burn = one_of(vm, "level", {"quick", "full"}) == "full";
+  c.burn_s = in_range(vm, "health.burn_s", 0, 86400, true);
+  c.sample_s = in_range(vm, "health.sample_s", 0, 60, true);
+  if (c.burn && !c.runs("preflight"))
+    throw UsageError("--level=full burns in the preflight: add preflight to accept.stages");
   return c;
 }
 

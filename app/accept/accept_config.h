@@ -24,6 +24,10 @@ struct AcceptConfig : GateConfig {
   double time_budget_s = 0;  // 0: none
   // accept.stage_time_s: a stage's own deadline in seconds, counted from its start.
   std::map<std::string, double> stage_time_s;
+  // --level=full: the preflight burns every node (app/accept/accept_burn.h); health.burn_s.
+  bool burn = false;
+  double burn_s = 60;
+  double sample_s = 1;  // health.sample_s: the NVML watch's interval over the stages
 };
 
 // `sources` is Invocation::option_source: a threshold given nowhere is "the default".

@@ -311,25 +311,37 @@ po::options_description sweep_options() {
   return group;
 }
 
-po::options_description node_options() {
-  po::options_description group =
-      option_group("Node check (trainproof node-check; docs/node-check.md)");
+po::options_description health_options() {
+  po::options_description group = option_group(
+      "Node health (trainproof node-check, and accept's preflight; docs/node-check.md)");
   // clang-format off
   group.add_options()
       ("level", po::value<std::string>()->default_value("quick")->value_name("LEVEL"),
        "quick: the machine against the [inventory] of --gate.file HOSTFILE (its [gate] "
        "thresholds aside): GPUs, NICs and their ports, versions, memory, CPUs and mounts, in a "
-       "few seconds (for Slurm's HealthCheckProgram, a prolog or an epilog), with the kernel "
-       "log's XIDs of health.xid_lookback_s. full adds a GEMM burn of health.burn_s on every "
-       "GPU at once (on the CPU where there is no GPU driver), watched through NVML: clock-event "
-       "reasons and the PCIe link while busy, XID events, counters before and after, each "
-       "GPU's GEMM rate, memory copy and host-to-device and device-to-host rates against its "
-       "peers, and every GPU pair's peer copy rate (about 90 s at the defaults)")
+       "few seconds (for Slurm's HealthCheckProgram, a prolog or an epilog); node-check adds the "
+       "kernel log's XIDs of health.xid_lookback_s. full adds a GEMM burn of health.burn_s on "
+       "every GPU at once (on the CPU where there is no GPU driver), watched through NVML: "
+       "clock-event reasons and the PCIe link while busy, XID events, counters before and after, "
+       "each GPU's GEMM rate, memory copy and host-to-device and device-to-host rates against its "
+       "peers, and every GPU pair's peer copy rate (about 90 s at the defaults). In accept, full "
+       "burns every node at once in the preflight and also judges each GPU against the job's "
+       "median GPU")
       ("health.burn_s", po::value<double>()->default_value(60.0)->value_name("S"),
        "level=full: seconds of GEMM burn, long enough for a GPU to reach its thermal and power "
        "steady state; each copy figure is measured for burn_s/60 s (0.1 to 1)")
       ("health.sample_s", po::value<double>()->default_value(1.0)->value_name("S"),
-       "level=full: seconds between two reads of every GPU's health during the burn")
+       "seconds between two reads of every GPU's health while it is loaded (node-check's burn; "
+       "accept's stages)");
+  // clang-format on
+  return group;
+}
+
+po::options_description node_options() {
+  po::options_description group =
+      option_group("Node check (trainproof node-check; docs/node-check.md)");
+  // clang-format off
+  group.add_options()
       ("health.xid_lookback_s", po::value<double>()->default_value(7200.0)->value_name("S"),
        "XIDs the kernel log holds from this many seconds back are the node's findings");
   // clang-format on
@@ -412,6 +424,7 @@ const std::vector<OptionGroup>& option_groups() {
                                                   {"accept", accept_options},
                                                   {"gate", gate_options},
                                                   {"cost", cost_options},
+                                                  {"health", health_options},
                                                   {"node", node_options},
                                                   {kTestHooksGroup, test_options}};
   return groups;

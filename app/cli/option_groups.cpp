@@ -26,14 +26,15 @@ const std::map<std::string, std::vector<std::string>>& groups_by_subcommand() {
       {"train", {"general", TP_TRAINING_GROUPS, "gate", "cost"}},
       // drill_options_from, and every training option forwarded to each run.
       {"drill", {"general", TP_TRAINING_GROUPS, "drill", "gate", "cost"}},
-      // train_config_from, accept_config_from, sweep_config_from, cost_rates_from.
-      {"accept", {"general", TP_TRAINING_GROUPS, "sweep", "accept", "gate", "cost"}},
+      // train_config_from, accept_config_from (its level and health.*), sweep_config_from,
+      // cost_rates_from.
+      {"accept", {"general", TP_TRAINING_GROUPS, "sweep", "accept", "gate", "cost", "health"}},
       // sweep_config_from, stage_config_from (backends, watchdog, preflight), gate_config_from.
       {"sweep", {"general", "compute", "comm", "watchdog", "preflight", "sweep", "gate"}},
       // train_config_from: the dataset's shape, and the seed its content follows.
       {"prepare-data", {"general", TP_TRAINING_GROUPS}},
       // node_check_config_from: the level; gate.file's [inventory] is read by parse_invocation.
-      {"node-check", {"general", "node"}},
+      {"node-check", {"general", "health", "node"}},
       // Its own options (format, min-status, share); tolerance, html, baseline and trace are
       // common ones, as train, sweep and accept read them too.
       {"report", {"general", "report"}},

@@ -248,6 +248,67 @@ class InventoryDraft {
   int reports_ = 0;
 };
 
+// The lowest figure of every golden device and GPU pair, for the [health] floors under which a
+// GPU fails whatever its peers ran (docs/node-check.md, "[health]"): from node-check --level=full
+// reports, and from accept --level=full reports' preflight.burn.
+class HealthDraft {
+ public:
+  // True when `report` held a figure.
+  bool add(const GoldenReport& g) {
+    const size_t before = figures_;
+    if (report_kind(g.report) == "node-check") {
+      const json& nc = g.report.at("node_check");
+      for (const json& d : array_at(nc, "burn", "devices"))
+        lowest("min_gemm_tflops", number_or_none(d, "tflops"), g.path);
+      for (const json& d : array_at(nc, "copies", "devices")) {
+        lowest("min_memory_copy_gbps", number_or_none(d, "device_gbps"), g.path);
+        lowest("min_h2d_gbps", number_or_none(d, "h2d_gbps"), g.path);
+        lowest("min_d2h_gbps", number_or_none(d, "d2h_gbps"), g.path);
+      }
+      for (const json& p : array_at(nc, "copies", "pairs"))
+        lowest("min_peer_copy_gbps", number_or_none(p, "gbps"), g.path);
+    } else if (g.report.contains("preflight") && g.report["preflight"].is_object()) {
+      for (const json& node : array_at(g.report["preflight"], "burn", "nodes"))
+        for (const json& d : node.value("devices", json::array())) {
+          lowest("min_gemm_tflops", number_or_none(d, "gemm_tflops"), g.path);
+          lowest("min_memory_copy_gbps", number_or_none(d, "memory_copy_gbps"), g.path);
+          lowest("min_h2d_gbps", number_or_none(d, "h2d_gbps"), g.path);
+          lowest("min_d2h_gbps", number_or_none(d, "d2h_gbps"), g.path);
+        }
+    }
+    return figures_ > before;
+  }
+
+  std::string text(double share) const {
+    if (lowest_.empty()) return "";
+    std::string out =
+        "\n[health]\n# Floors under which a GPU fails whatever its peers ran: the lowest golden "
+        "figure of any device (or GPU pair), x " +
+        limit_text(share) + ".\n";
+    for (const auto& [key, w] : lowest_)
+      out += "# The lowest golden figure, " + limit_text(w.value) + " (" + w.from + ")\n" + key +
+             " = " + limit_text(w.value * share) + "\n";
+    return out;
+  }
+
+ private:
+  static json array_at(const json& j, const char* object, const char* array) {
+    const auto o = j.find(object);
+    if (o == j.end() || !o->is_object()) return json::array();
+    const auto a = o->find(array);
+    return a != o->end() && a->is_array() ? *a : json::array();
+  }
+  void lowest(const std::string& key, double value, const std::string& path) {
+    if (!(value > 0)) return;
+    ++figures_;
+    const auto [at, made] = lowest_.try_emplace(key, Worst{value, path});
+    if (!made && value < at->second.value) at->second = {value, path};
+  }
+
+  std::map<std::string, Worst> lowest_;
+  size_t figures_ = 0;
+};
+
 std::string rule_text(const ReferenceFigureName& f, double share) {
   const std::string s = limit_text(share);
   if (f.kind == ReferenceKind::share_of_time) return "as o / (o + " + s + " (1 - o))";
@@ -310,15 +371,18 @@ std::string draft_host_file(const std::vector<GoldenReport>& golden, double shar
   std::map<std::string, int> measured_by;
   Work work;
   InventoryDraft inventory;
+  HealthDraft health;
   int runs = 0;
   std::string files;
   for (const GoldenReport& g : golden) {
     files += "#   " + g.path + "\n";
+    const bool burned = health.add(g);
     if (report_kind(g.report) == "node-check") {
       inventory.add(g);
       continue;
     }
     const std::map<std::string, double> figures = figures_of(g.report, busbw_bytes);
+    if (figures.empty() && burned) continue;  // an accept --level=full of its preflight alone
     if (figures.empty())
       throw UsageError("report hostfile: " + g.path +
                        " measured no figure a gate threshold reads (an accept, train, sweep or "
@@ -336,7 +400,7 @@ std::string draft_host_file(const std::vector<GoldenReport>& golden, double shar
     }
   }
   return gate_and_reference_text(files, runs, work, worst, measured_by, busbw_bytes, share) +
-         inventory.text();
+         inventory.text() + health.text(share);
 }
 
 }  // namespace tp

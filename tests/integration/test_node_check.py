@@ -649,6 +649,45 @@ class AroundAcceptsLoad(unittest.TestCase):
             f"{host}: mlx5_1 port 1 (rail 1): symbol_error rose by 250 (0 -> 250) during the "
             "load"]})
 
+    def test_level_full_burns_each_node_once_in_the_preflight_beside_the_watch(self):
+        # Three pretend nodes: each node's first rank burns (the CPU here), the others wait; the
+        # third node's fake GPUs are watched through the burn, GPU 4 held down by HW slowdown
+        # from the first read on, which the watch started before the burn names.
+        nvml = healthy_h200s()
+        nvml["ranks"] = [2]
+        nvml["gpus"][4]["later"] = {"health": {"clock_event_reasons": 0x8}}
+        with tempfile.TemporaryDirectory() as tmp:
+            run = self.accept(tmp, *FULL, nvml=nvml)
+        self.assertEqual(run.returncode, 1, run)
+        burn = run.report["preflight"]["burn"]
+        hosts = [n["host"] for n in run.report["context"]["nodes"]]
+        self.assertEqual([n["host"] for n in burn["nodes"]], hosts)
+        for node in burn["nodes"]:
+            self.assertEqual(node["backend"], "cpu", node)
+            self.assertEqual([d["gpu"] for d in node["devices"]], [-1], node)
+            self.assertGreater(node["devices"][0]["gemm_tflops"], 0, node)
+            self.assertGreater(node["devices"][0]["memory_copy_gbps"], 0, node)
+            self.assertIsNone(node["devices"][0]["h2d_gbps"], node)  # a CPU has no host copy
+        self.assertEqual(burn["measured_again"], [])
+        self.assertEqual(burn["seconds"], 1.5)
+        for name in ("gpu_burn", "gpu_copies"):
+            check = self.check(run, name)
+            self.assertEqual((check["status"], check["stage"]), ("pass", "preflight"), check)
+            self.assertIn("on 3 of 3 node(s)", check["reason"])
+        load = self.findings(run, "load_health")
+        self.assertEqual(list(load), [hosts[2]], load)
+        self.assertRegex(load[hosts[2]][0], r"GPU 4 \(GPU-1004, [0-9a-f:.]+\): clocks held down by "
+                                            r"HW slowdown")
+
+    def test_level_full_needs_the_preflight_and_a_known_level(self):
+        for args, named in ((["--level=full", "--accept.stages=sweep"], "--level=full"),
+                            (["--level=medium", "--accept.stages=preflight"], "medium")):
+            with tempfile.TemporaryDirectory() as tmp:
+                run = mpirun(2, *args, subcommand="accept", scenario=TINY,
+                             env=fake_nvml_env(tmp, None))
+            self.assertEqual(run.returncode, 2, run)
+            self.assertIn(named, run.stdout + run.stderr)
+
     def test_a_healthy_job_has_nothing_to_compare_on_this_vm_and_says_so(self):
         with tempfile.TemporaryDirectory() as tmp:
             run = self.accept(tmp)

@@ -327,19 +327,25 @@ json h200_node_check(int gpus, double memory_gb, const std::string& driver) {
   return report;
 }
 
+// A drafted host file, written to `name`, held to every shipped file's self-consistency check,
+// and its [inventory] and [health] as the host file reader reads them.
+tp::InventorySpec drafted_spec(const std::string& text, const std::string& name) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  for (const std::string& why : inconsistencies(path)) ADD_FAILURE() << why << "\n" << text;
+  tp::HostReference ignored;
+  tp::InventoryLines lines;
+  tp::split_host_sections(path, text, ignored, lines);
+  return tp::parse_inventory(path, lines);
+}
+
 TEST(HostFileDraft, NodeCheckReportsGiveTheInventoryAsMinimums) {
   tp::HostReference reference;
   std::vector<tp::GoldenReport> golden = golden_h200_runs(reference);
   golden.push_back({"node-1.json", h200_node_check(8, 2063.5, "550.90.07")});
   golden.push_back({"node-2.json", h200_node_check(8, 2051.2, "550.54.15")});
   const std::string text = tp::draft_host_file(golden, 0.8);
-  const std::string path = ::testing::TempDir() + "drafted_inventory.ini";
-  std::ofstream(path) << text;
-  for (const std::string& why : inconsistencies(path)) ADD_FAILURE() << why << "\n" << text;
-  tp::HostReference ignored;
-  tp::InventoryLines lines;
-  tp::split_host_sections(path, text, ignored, lines);
-  const tp::InventorySpec spec = tp::parse_inventory(path, lines);
+  const tp::InventorySpec spec = drafted_spec(text, "drafted_inventory.ini");
   EXPECT_EQ(spec.gpus, 8);
   EXPECT_EQ(spec.gpu_name, "NVIDIA H200");
   EXPECT_EQ(spec.gpu_device_id, 0x2335u);
@@ -360,6 +366,51 @@ TEST(HostFileDraft, NodeCheckReportsGiveTheInventoryAsMinimums) {
     EXPECT_THAT(e.what(),
                 HasSubstr("node-3.json found gpus 7 where node-1.json, node-2.json found 8"));
   }
+}
+
+TEST(HostFileDraft, FullLevelReportsGiveTheHealthFloorsAtTheLowestFigureTimesTheShare) {
+  // A node-check --level=full report (GPU 3's GEMM the lowest, one pair's copy the lowest) and an
+  // accept --level=full report of its preflight alone (the lowest host-to-device rate).
+  json node = h200_node_check(8, 2063.5, "550.90.07");
+  json& nc = node["node_check"];
+  nc["level"] = "full";
+  nc["burn"] = {{"backend", "cuda"}, {"devices", json::array()}};
+  nc["copies"] = {{"backend", "cuda"}, {"devices", json::array()}, {"pairs", json::array()}};
+  for (int i = 0; i < 8; ++i) {
+    nc["burn"]["devices"].push_back({{"gpu", i}, {"tflops", i == 3 ? 590.0 : 610.0}});
+    nc["copies"]["devices"].push_back(
+        {{"gpu", i}, {"device_gbps", 3900.0}, {"h2d_gbps", 55.0}, {"d2h_gbps", 54.0}});
+    nc["copies"]["pairs"].push_back(
+        {{"source", i}, {"destination", (i + 1) % 8}, {"gbps", i == 5 ? 700.0 : 720.0}});
+  }
+  nc["copies"]["pairs"].push_back({{"source", 0}, {"destination", 2}, {"gbps", nullptr}});
+  json accept = {{"schema", "trainproof.report/3"}, {"verdict", "PASS"}};
+  accept["preflight"]["burn"]["nodes"] = {{{"host", "gpu-node-01"},
+                                           {"devices",
+                                            {{{"gpu", 0},
+                                              {"gemm_tflops", 600.0},
+                                              {"memory_copy_gbps", 3950.0},
+                                              {"h2d_gbps", 50.0},
+                                              {"d2h_gbps", 56.0}}}}}};
+  tp::HostReference reference;
+  std::vector<tp::GoldenReport> golden = golden_h200_runs(reference);
+  golden.push_back({"node-1.json", node});
+  golden.push_back({"accept-full.json", accept});
+  const std::string text = tp::draft_host_file(golden, 0.8);
+  EXPECT_THAT(text, HasSubstr("# The lowest golden figure, 590 (node-1.json)\n"
+                              "min_gemm_tflops = 472\n"));
+  EXPECT_THAT(text, HasSubstr("# The lowest golden figure, 50 (accept-full.json)\n"
+                              "min_h2d_gbps = 40\n"));
+  const tp::InventorySpec spec = drafted_spec(text, "drafted_health.ini");
+  EXPECT_DOUBLE_EQ(spec.min_gemm_tflops, 472);
+  EXPECT_DOUBLE_EQ(spec.min_memory_copy_gbps, 3120);
+  EXPECT_DOUBLE_EQ(spec.min_h2d_gbps, 40);
+  EXPECT_DOUBLE_EQ(spec.min_d2h_gbps, 43.2);
+  EXPECT_DOUBLE_EQ(spec.min_peer_copy_gbps, 560) << "a pair without a peer path is no figure";
+  // An accept report with neither a gate figure nor a burn is still refused.
+  EXPECT_THROW(
+      tp::draft_host_file({{"accept-empty.json", json{{"preflight", json::object()}}}}, 0.8),
+      tp::UsageError);
 }
 
 INSTANTIATE_TEST_SUITE_P(ScenariosHosts, HostFile, ::testing::ValuesIn(host_files()),
