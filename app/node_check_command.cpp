@@ -3,6 +3,7 @@
 // check, a prolog or an epilog runs, in a few seconds.
 #include "app/node_check_command.h"
 
+#include <cstdlib>
 #include <iostream>
 
 #include "app/cli/option_values.h"
@@ -75,6 +76,9 @@ NodeCheckRecord check_node(const Invocation& inv, const NodeCheckConfig& c) {
 
 int run_node_check(const Invocation& inv) {
   const NodeCheckConfig config = node_check_config_from(inv);  // usage errors first
+  // CUDA numbers devices fastest first unless told otherwise, NVML by PCI bus id: with one
+  // numbering, the burn's "GPU 3" is the inventory's GPU 3. A user's own setting stands.
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
   nlohmann::json report = node_check_report(check_node(inv, config));
   record_strict(report, config.outputs);
   make_report_text_valid(report);

@@ -101,7 +101,7 @@ double measure_peer_copy(int source, int destination, double seconds) {
       e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
     cudaCheck(e);
   cudaGetLastError();  // an "already enabled" answer stays the last error otherwise
-  CudaBuffers from;    // on the source, freed there
+  CudaBuffers from;    // on the source; cudaFree finds its device by the unified address
   cudaCheck(cudaSetDevice(source));
   cudaCheck(cudaMalloc(&from.device_a, kPeerBytes));
   cudaCheck(cudaMemset(from.device_a, 1, kPeerBytes));

@@ -170,14 +170,14 @@ NvmlWatchRecord NvmlWatch::stop(double deadline_s) {
   state_->changed.notify_all();
   const bool done = state_->changed.wait_for(lock, std::chrono::duration<double>(deadline_s),
                                              [&] { return state_->done; });
+  // Kept in the state, so a second stop() of a watch left behind says the same.
+  if (!done) state_->record.stopped = false;
   NvmlWatchRecord record = state_->record;
   lock.unlock();
-  if (done) {
+  if (done)
     thread_.join();
-  } else {
+  else
     thread_.detach();
-    record.stopped = false;
-  }
   return record;
 }
 

@@ -23,6 +23,8 @@
 //                     second nvmlInit_v2 on, these fields replace the GPU's own ("health" field
 //                     by field); "missing" makes it a GPU the driver still counts but cannot
 //                     open (NVML_ERROR_GPU_IS_LOST), as one that fell off the bus.
+// A GPU's "hang_s": 300 (put it in "later"): reading its clock-event reasons takes that long, as a
+// driver that stopped answering, so the watch of a load is stuck inside it.
 // And for XID events: a GPU's "xid_events": [79] are delivered once each, through the event set,
 // to the session that registers the GPU for them (put them in "later" to raise them during a
 // load); "events_error": 3 makes nvmlDeviceRegisterEvents answer that code.
@@ -270,6 +272,8 @@ int nvmlDeviceGetRemappedRows(void* d, unsigned* corrected, unsigned* uncorrecte
   return kSuccess;
 }
 int nvmlDeviceGetCurrentClocksEventReasons(void* d, unsigned long long* reasons) {
+  if (const json* g = gpu(d); g && g->contains("hang_s"))
+    std::this_thread::sleep_for(std::chrono::duration<double>((*g)["hang_s"].get<double>()));
   return health_value(d, "clock_event_reasons", reasons);
 }
 int nvmlDeviceGetTemperature(void* d, int, unsigned* celsius) {

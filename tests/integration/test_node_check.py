@@ -388,6 +388,23 @@ class UnderLoad(unittest.TestCase):
                     self.assertIn(f"| ERROR: trainproof: {check}: GPU {index}",
                                   proc.stdout.splitlines()[-1])
 
+    def test_a_watch_stuck_in_the_driver_is_named_and_node_check_still_ends(self):
+        # GPU 6's driver stops answering once the load starts: the watch is left behind inside it,
+        # the driver is not asked again, and node-check ends long before the 300 s read would
+        # (node_check's own limit is 60 s).
+        nvml = busy_h200s()
+        nvml["gpus"][6]["later"]["hang_s"] = 300
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, report = node_check(tmp, *h200_node(tmp), *FULL, nvml=nvml)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(self.findings(report), [(
+            "load_health", "fail", "the GPU driver: the NVML watch did not come back within its "
+            "deadline (the driver may be hung)")])
+        self.assertFalse(report["node_check"]["load"]["watch_stopped"])
+        after = report["node_check"]["driver_after_load"]
+        self.assertIn("not asked again: the NVML watch is stuck in the driver",
+                      json.dumps(after))
+
     def test_the_kernel_logs_xids_of_the_window_are_named_and_a_host_file_moves_them(self):
         with tempfile.TemporaryDirectory() as tmp:
             log = os.path.join(tmp, "kmsg")
