@@ -90,7 +90,8 @@ void check_under_load(const LoadCheckConfig& c, NodeCheckRecord& r) {
   NvmlWatch watch(c.sample_s);
   r.burn = run_burn(host, burn_options_of(c.burn_s, c.rules));
   // The copies run inside the watch too: host-to-device copies load each PCIe link fully.
-  r.copies = run_copy_bandwidth(host, copy_options_of(c.burn_s, c.rules, c.sysfs_root));
+  r.copies = run_copy_bandwidth(
+      host, copy_options_of(c.burn_s, c.rules, c.sysfs_root, r.driver.every_pair_nvlink()));
   r.copy_findings = r.copies.findings;
   // A read of every GPU takes milliseconds; a watch that has not come back in this long is
   // stuck in the driver.

@@ -104,6 +104,7 @@ json driver_json(const DriverView& d) {
           {"driver_version", d.driver_version},
           {"cuda_driver_version", d.cuda_driver_version},
           {"nccl_version", d.nccl_version.empty() ? json(nullptr) : json(d.nccl_version)},
+          {"nvlink_pairs", or_null((long long)d.nvlink_pairs)},
           {"gpus", gpus}};
 }
 

@@ -54,6 +54,15 @@ struct DriverView {
   std::string driver_version, cuda_driver_version;
   std::string nccl_version, nccl_unavailable;  // libnccl.so.2's, or why there is none
   std::vector<DriverGpu> gpus;
+  // The pairs of GPUs NVML reports NVLink peer-to-peer between (nvmlDeviceGetP2PStatus), of
+  // gpus.size() x (gpus.size() - 1) / 2; -1 where the driver could not say for every pair.
+  int nvlink_pairs = -1;
+  // Every pair of two or more GPUs over NVLink: an NVSwitch baseboard (or a full mesh), where
+  // every pair runs over one kind of path.
+  bool every_pair_nvlink() const {
+    const size_t n = gpus.size();
+    return n >= 2 && nvlink_pairs >= 0 && size_t(nvlink_pairs) == n * (n - 1) / 2;
+  }
 };
 
 }  // namespace tp

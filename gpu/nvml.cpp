@@ -1,10 +1,11 @@
 #include "gpu/nvml.h"
 
-#include "gpu/nvml_library.h"
-
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
+
+#include "gpu/nvml_library.h"
 
 namespace tp {
 namespace {
@@ -88,6 +89,24 @@ std::string sysfs_pci_address(const std::string& nvml_bus_id) {
   return padded + text.substr(colon);
 }
 
+namespace {
+
+// The pairs of `devices` NVML reports NVLink peer-to-peer between; -1 when it cannot say for one.
+int nvlink_pairs(const Nvml& n, const std::vector<NvmlDevice>& devices) {
+  if (!n.p2p_status) return -1;
+  int pairs = 0;
+  for (size_t a = 0; a < devices.size(); ++a)
+    for (size_t b = a + 1; b < devices.size(); ++b) {
+      int status = -1;
+      if (n.p2p_status(devices[a], devices[b], kNvmlP2pCapsNvlink, &status) != kNvmlSuccess)
+        return -1;
+      pairs += status == kNvmlP2pStatusOk;
+    }
+  return pairs;
+}
+
+}  // namespace
+
 DriverView read_nvml() {
   DriverView view;
   Nvml n = open_nvml(view.unavailable);
@@ -109,12 +128,17 @@ DriverView read_nvml() {
     return view;
   }
   view.loaded = true;
+  std::vector<NvmlDevice> opened;
   for (unsigned i = 0; i < count; ++i) {
     NvmlDevice d = nullptr;
     // A GPU NVML counts but cannot open (lost, or in a reset) is left out: the PCI bus still
     // shows it, and the inventory names it missing.
-    if (n.by_index(i, &d) == kNvmlSuccess) view.gpus.push_back(read_driver_gpu(n, i, d));
+    if (n.by_index(i, &d) == kNvmlSuccess) {
+      view.gpus.push_back(read_driver_gpu(n, i, d));
+      opened.push_back(d);
+    }
   }
+  view.nvlink_pairs = nvlink_pairs(n, opened);
   n.shutdown();
   return view;  // the library stays loaded: unloading a driver library is never worth the risk
 }

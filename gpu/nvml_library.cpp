@@ -38,6 +38,7 @@ Nvml open_nvml(std::string& why) {
   bind(n.handle, n.max_pcie_gen, "nvmlDeviceGetMaxPcieLinkGeneration");
   bind(n.handle, n.max_pcie_width, "nvmlDeviceGetMaxPcieLinkWidth");
   bind(n.handle, n.nvlink_state, "nvmlDeviceGetNvLinkState");
+  bind(n.handle, n.p2p_status, "nvmlDeviceGetP2PStatus");
   bind(n.handle, n.total_ecc, "nvmlDeviceGetTotalEccErrors");
   bind(n.handle, n.retired_pages, "nvmlDeviceGetRetiredPages");
   bind(n.handle, n.retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus");

@@ -39,6 +39,9 @@ struct NvmlEventData {
   unsigned gpu_instance_id, compute_instance_id;
 };
 constexpr unsigned long long kNvmlEventXidCriticalError = 0x8;
+// nvmlGpuP2PCapsIndex_t's NVML_P2P_CAPS_INDEX_NVLINK, and nvmlGpuP2PStatus_t's OK.
+constexpr int kNvmlP2pCapsNvlink = 2;
+constexpr int kNvmlP2pStatusOk = 0;
 constexpr NvmlReturn kNvmlTimeout = 10;
 
 // The functions gpu/nvml.cpp and gpu/nvml_health.cpp call, looked up by name; a missing one
@@ -63,6 +66,7 @@ struct Nvml {
   NvmlReturn (*max_pcie_gen)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*max_pcie_width)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*nvlink_state)(NvmlDevice, unsigned, int*) = nullptr;
+  NvmlReturn (*p2p_status)(NvmlDevice, NvmlDevice, int, int*) = nullptr;
   // Health (gpu/nvml_health.cpp).
   NvmlReturn (*total_ecc)(NvmlDevice, int, int, unsigned long long*) = nullptr;
   NvmlReturn (*retired_pages)(NvmlDevice, int, unsigned*, unsigned long long*) = nullptr;

@@ -312,11 +312,12 @@ CopyRecord run_copy_bandwidth(const std::string& host, const CopyOptions& option
 }
 
 CopyOptions copy_options_of(double burn_s, const InventorySpec* rules,
-                            const std::string& sysfs_root) {
+                            const std::string& sysfs_root, bool every_pair_nvlink) {
   CopyOptions copies;
   copies.seconds = std::clamp(burn_s / 60, 0.1, 1.0);
   copies.sysfs_root = sysfs_root;
-  copies.pairs_alike = rules && rules->nvlinks_per_gpu && *rules->nvlinks_per_gpu > 0;
+  copies.pairs_alike =
+      every_pair_nvlink || (rules && rules->nvlinks_per_gpu && *rules->nvlinks_per_gpu > 0);
   if (rules)
     copies.floors = {rules->min_memory_copy_gbps, rules->min_h2d_gbps, rules->min_d2h_gbps,
                      rules->min_peer_copy_gbps};

@@ -39,8 +39,9 @@ struct CopyRecord {
   double seconds = 0;       // of each measurement
   std::vector<CopyDevice> devices;
   std::vector<PeerCopy> pairs;
-  // Every pair runs over one kind of path (an NVSwitch baseboard: the host file states
-  // nvlinks_per_gpu), so the pairs are judged against each other; else only recorded.
+  // Every pair runs over one kind of path (an NVSwitch baseboard: the driver reports NVLink
+  // between every pair, or the host file states nvlinks_per_gpu), so the pairs are judged
+  // against each other; else only recorded.
   bool pairs_alike = false;
   CopyFloors floors;
   std::vector<HealthFinding> findings;  // slow figures, failed devices, missing peer paths
@@ -62,8 +63,10 @@ std::vector<HealthFinding> judge_copies(const std::string& host, const CopyRecor
                                         const PeerRules& rules);
 
 // The copies' settings from health.burn_s (each figure measured for burn_s/60 s, 0.1 to 1) and
-// the host file's [health] floors and nvlinks_per_gpu (`rules` may be null: none).
+// the host file's [health] floors (`rules` may be null: none). The pairs are judged against each
+// other where the driver reports NVLink between every pair (DriverView::every_pair_nvlink) or
+// the host file states nvlinks_per_gpu.
 CopyOptions copy_options_of(double burn_s, const InventorySpec* rules,
-                            const std::string& sysfs_root);
+                            const std::string& sysfs_root, bool every_pair_nvlink);
 
 }  // namespace tp

@@ -52,8 +52,8 @@ NodeBurn measure_node(const std::string& host, const AcceptBurnSettings& s, doub
   NodeBurn n;
   n.host = host;
   const BurnRecord burn = run_burn(host, burn_options_of(seconds, s.rules));
-  const CopyRecord copies =
-      run_copy_bandwidth(host, copy_options_of(seconds, s.rules, s.sysfs_root));
+  const CopyRecord copies = run_copy_bandwidth(
+      host, copy_options_of(seconds, s.rules, s.sysfs_root, s.every_pair_nvlink));
   n.backend = burn.backend;
   n.unavailable = burn.unavailable;
   n.burn_findings = burn_findings(host, burn, burn.why_cpu.empty());

@@ -20,6 +20,7 @@ struct AcceptBurnSettings {
   double burn_s = 60;                    // health.burn_s
   const InventorySpec* rules = nullptr;  // the host file's [health] floors
   std::string sysfs_root = "/sys";
+  bool every_pair_nvlink = false;  // this node's driver, at its first rank (the preflight's read)
 };
 
 // One device's figures (0: not measured).

@@ -123,10 +123,11 @@ class NodeList {
   std::map<std::string, size_t> index_;
 };
 
-AcceptBurnSettings burn_settings(const AcceptInputs& in) {
+AcceptBurnSettings burn_settings(const AcceptInputs& in, const NodeRead& node) {
   AcceptBurnSettings s;
   s.burn_s = in.accept.burn_s;
   s.rules = &in.inv.inventory;
+  s.every_pair_nvlink = node.taken && node.driver.every_pair_nvlink();
   return s;
 }
 
@@ -139,7 +140,7 @@ StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun
   run.node_watch = start_node_watch(*run.node_before, in.accept.sample_s);
   // The burn runs inside the watch, so load_health and xid cover it (docs/node-check.md).
   BurnStage burn;
-  if (in.accept.burn) burn = burn_stage(burn_settings(in), world);
+  if (in.accept.burn) burn = burn_stage(burn_settings(in, *run.node_before), world);
   run.job.mark("preflight");
   // The preflight's findings are the first of each node's list (app/accept/accept_report.h): a
   // node missing what its host type must have first, then its GPUs' health, then its topology.

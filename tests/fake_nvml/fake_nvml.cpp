@@ -23,6 +23,7 @@
 //                     second nvmlInit_v2 on, these fields replace the GPU's own ("health" field
 //                     by field); "missing" makes it a GPU the driver still counts but cannot
 //                     open (NVML_ERROR_GPU_IS_LOST), as one that fell off the bus.
+// A GPU's "nvlink_peers": [1, 2, ...]: the GPUs (by index) it reaches over NVLink peer-to-peer.
 // A GPU's "hang_s": 300 (put it in "later"): reading its clock-event reasons takes that long, as a
 // driver that stopped answering, so the watch of a load is stuck inside it.
 // And for XID events: a GPU's "xid_events": [79] are delivered once each, through the event set,
@@ -241,6 +242,23 @@ int nvmlDeviceGetNvLinkState(void* d, unsigned link, int* active) {
   if (!g || !g->contains("nvlinks_up")) return g ? kNotSupported : kInvalidArgument;
   if (link >= 18) return kInvalidArgument;
   *active = int(link) < (*g)["nvlinks_up"].get<int>() ? 1 : 0;
+  return kSuccess;
+}
+
+// NVLink peer-to-peer between two GPUs: both state "nvlink_peers" and each is in the other's list
+// (NVML_P2P_STATUS_OK), else NOT_SUPPORTED (5); without the field on both, the call itself is not
+// supported, as on a driver that cannot say.
+int nvmlDeviceGetP2PStatus(void* a, void* b, int caps, int* status) {
+  const json *ga = gpu(a), *gb = gpu(b);
+  if (!ga || !gb || caps != 2) return kInvalidArgument;
+  if (!ga->contains("nvlink_peers") || !gb->contains("nvlink_peers")) return kNotSupported;
+  const auto lists = [](const json* g, void* other) {
+    const int index = int(reinterpret_cast<size_t>(other) - 1);
+    for (const json& peer : (*g)["nvlink_peers"])
+      if (peer.get<int>() == index) return true;
+    return false;
+  };
+  *status = lists(ga, b) && lists(gb, a) ? 0 : 5;
   return kSuccess;
 }
 

@@ -94,7 +94,8 @@ def healthy_h200s(count=8):
                                  "power_mw": 88000, "power_limit_mw": 700000,
                                  "sm_clock_mhz": 345, "max_sm_clock_mhz": 1980,
                                  "pcie": [1, 16], "pcie_replays": 0,
-                                 "nvlink_errors": [0, 0, 0, 0]}}
+                                 "nvlink_errors": [0, 0, 0, 0]},
+                      "nvlink_peers": [j for j in range(count) if j != i]}
                      for i in range(count)]}
 
 
@@ -202,6 +203,21 @@ class FakeNvml(unittest.TestCase):
                          (33, 88.0, 1, 2, 12))
         check = [c for c in report["gate"]["checks"] if c["name"] == "gpu_health"][0]
         self.assertEqual(check["status"], "pass", check)
+        # NVLink between every pair of the 8 (an NVSwitch baseboard): the pairs' copies are
+        # judged against each other.
+        self.assertEqual(report["node_check"]["driver"]["nvlink_pairs"], 28)
+
+    def test_nvlink_pairs_as_the_driver_reports_them(self):
+        # GPU 3 reaches no peer over NVLink (7 of the 28 pairs), and a driver that cannot say.
+        lost = healthy_h200s()
+        lost["gpus"][3]["nvlink_peers"] = []
+        silent = healthy_h200s()
+        for g in silent["gpus"]:
+            del g["nvlink_peers"]
+        for nvml, pairs in ((lost, 21), (silent, None)):
+            with tempfile.TemporaryDirectory() as tmp:
+                proc, report = node_check(tmp, *h200_node(tmp), nvml=nvml)
+            self.assertEqual(report["node_check"]["driver"]["nvlink_pairs"], pairs, proc.stdout)
 
     def test_a_driver_that_does_not_answer_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:

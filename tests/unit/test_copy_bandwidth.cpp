@@ -111,4 +111,27 @@ TEST(CopyBandwidth, TheFloorsAndRulesAreReadFromAHostFilesHealthSection) {
                std::exception);
 }
 
+TEST(CopyBandwidth, PairsAreJudgedTogetherWhereTheDriverSeesNvlinkEverywhereOrTheHostFileSaysSo) {
+  tp::DriverView driver;
+  driver.gpus.resize(8);
+  EXPECT_FALSE(driver.every_pair_nvlink()) << "the driver could not say";
+  driver.nvlink_pairs = 28;
+  EXPECT_TRUE(driver.every_pair_nvlink());
+  driver.nvlink_pairs = 21;  // one GPU reaches no peer over NVLink
+  EXPECT_FALSE(driver.every_pair_nvlink());
+  driver.gpus.resize(1);
+  driver.nvlink_pairs = 0;
+  EXPECT_FALSE(driver.every_pair_nvlink()) << "one GPU has no pair";
+  EXPECT_FALSE(tp::copy_options_of(60, nullptr, "/sys", false).pairs_alike);
+  EXPECT_TRUE(tp::copy_options_of(60, nullptr, "/sys", true).pairs_alike);
+  tp::InventorySpec spec;
+  spec.nvlinks_per_gpu = 18;
+  spec.min_peer_copy_gbps = 300;
+  const tp::CopyOptions stated = tp::copy_options_of(60, &spec, "/sys", false);
+  EXPECT_TRUE(stated.pairs_alike);
+  EXPECT_DOUBLE_EQ(stated.floors.peer, 300);
+  EXPECT_DOUBLE_EQ(stated.seconds, 1.0);
+  EXPECT_DOUBLE_EQ(tp::copy_options_of(1, nullptr, "/sys", false).seconds, 0.1);
+}
+
 }  // namespace
