@@ -148,8 +148,8 @@ double median_error(const PairConfirmation& c) {
 // Every flag and every fail is measured a second time, and the milder outcome decides. A trial's
 // noise is the spread within it, so a cause that holds for the whole trial and for this pair alone
 // is not in it: on a host whose cores the ranks share, a healthy link read 47% of its control with
-// 3% spread in one trial (CI: 6 ranks on 2 cores, its two ranks time-sliced on one core), and a
-// healthy node 13% (its neighbour 14%, then 239% when measured again).
+// 3% spread in one trial (CI: 6 ranks on 2 cores, docs/sweep.md), and a healthy node 13% (its
+// neighbour 14%, then 239% when measured again).
 bool second_trial_needed(const PairConfirmation& c) {
   return c.kind != "pair" && c.outcome != Confirmed::transient && c.control_gbps > 0;
 }

@@ -161,7 +161,7 @@ TEST(PairwiseConfirm, AFlagNearTheLineIsMeasuredASecondTimeAndStandsOnlyIfItHold
 
 TEST(PairwiseConfirm, AFlagFarBelowTheLineIsMeasuredASecondTimeToo) {
   // 55% of its control with a 1.7% noise: a flag well clear of the noise (CI once caught a healthy
-  // link at 47% with a noise of 8% on 2 shared cores, its two ranks on one core for the trial).
+  // link at 47% with a noise of 8% on 2 shared cores, in one trial).
   for (const double second : {0.95, 0.55}) {
     tp::PairwiseRecord p = confirmed(0.6, 0.55);
     ASSERT_EQ(tp::pairwise_checks(p)[1]["status"], "warn");
