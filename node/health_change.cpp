@@ -28,10 +28,10 @@ const DriverGpu* same_gpu(const DriverView& view, const DriverGpu& wanted) {
 struct GpuChange {
   const std::string& host;
   const DriverGpu& gpu;
+  const std::string& during;
   std::vector<HealthFinding>& out;
   void add(const char* status, const std::string& what, const char* action) {
-    out.push_back(
-        {status, host + ": " + gpu_label(gpu) + ": " + what + " during the load", action});
+    out.push_back({status, host + ": " + gpu_label(gpu) + ": " + what + " " + during, action});
   }
 };
 
@@ -105,19 +105,19 @@ long long counter(const RdmaPort& port, const char* name) {
 }  // namespace
 
 std::vector<HealthFinding> judge_gpu_change(const std::string& host, const DriverView& before,
-                                            const DriverView& after) {
+                                            const DriverView& after, const std::string& during) {
   std::vector<HealthFinding> out;
   if (!before.loaded || !after.loaded) return out;  // nothing to compare (inventory names why)
   for (const DriverGpu& b : before.gpus) {
     const DriverGpu* a = same_gpu(after, b);
     if (!a) {
-      out.push_back({"fail", host + ": " + gpu_label(b) + ": left the driver during the load",
+      out.push_back({"fail", host + ": " + gpu_label(b) + ": left the driver " + during,
                      "drain the node; read the kernel log for an XID (79: fallen off the bus) and "
                      "reboot; reseat the GPU if it comes back missing"});
       continue;
     }
-    judge_memory_change({host, *a, out}, b.health, a->health);
-    judge_link_change({host, *a, out}, b, *a);
+    judge_memory_change({host, *a, during, out}, b.health, a->health);
+    judge_link_change({host, *a, during, out}, b, *a);
   }
   return out;
 }
@@ -136,7 +136,8 @@ std::string rails_of_device(const std::string& device, const std::vector<std::st
 std::vector<HealthFinding> judge_port_change(const std::string& host,
                                              const std::vector<RdmaPort>& before,
                                              const std::vector<RdmaPort>& after,
-                                             const std::vector<std::string>& rail_nics) {
+                                             const std::vector<std::string>& rail_nics,
+                                             const std::string& during) {
   std::vector<HealthFinding> out;
   for (const RdmaPort& a : after) {
     const auto b = std::find_if(before.begin(), before.end(), [&a](const RdmaPort& p) {
@@ -146,15 +147,14 @@ std::vector<HealthFinding> judge_port_change(const std::string& host,
     const std::string name =
         host + ": " + a.device + " port " + a.port + rails_of_device(a.device, rail_nics);
     if (b->state == "ACTIVE" && a.state != "ACTIVE")
-      out.push_back({"fail", name + ": went from ACTIVE to " + a.state + " during the load",
+      out.push_back({"fail", name + ": went from ACTIVE to " + a.state + " " + during,
                      "drain the node; check the cable, transceiver and switch port"});
     for (const PortRule& rule : kPortRules)
       if (const long long was = counter(*b, rule.counter), now = counter(a, rule.counter);
           rose(was, now))
-        out.push_back(
-            {rule.status,
-             name + ": " + rule.counter + " rose by " + rise(was, now) + " during the load",
-             rule.action});
+        out.push_back({rule.status,
+                       name + ": " + rule.counter + " rose by " + rise(was, now) + " " + during,
+                       rule.action});
   }
   return out;
 }

@@ -14,9 +14,11 @@
 namespace tp {
 
 // GPUs are matched by UUID (by PCI address where the driver gives none); a GPU read before and
-// missing after left the driver during the load.
+// missing after left the driver during the load. `during` ends each reason: when it happened
+// ("during the load", "during stage train").
 std::vector<HealthFinding> judge_gpu_change(const std::string& host, const DriverView& before,
-                                            const DriverView& after);
+                                            const DriverView& after,
+                                            const std::string& during = "during the load");
 
 // Ports are matched by device and port; a port missing after the load is not judged here (the
 // inventory names a missing port). `rail_nics[k]` is the NIC local rank k's traffic leaves by
@@ -25,7 +27,8 @@ std::vector<HealthFinding> judge_gpu_change(const std::string& host, const Drive
 std::vector<HealthFinding> judge_port_change(const std::string& host,
                                              const std::vector<RdmaPort>& before,
                                              const std::vector<RdmaPort>& after,
-                                             const std::vector<std::string>& rail_nics = {});
+                                             const std::vector<std::string>& rail_nics = {},
+                                             const std::string& during = "during the load");
 
 // " (rail 1)", " (rails 0 and 4)" for the local ranks whose NIC is `device`; "" for none.
 std::string rails_of_device(const std::string& device, const std::vector<std::string>& rail_nics);

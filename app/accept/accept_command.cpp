@@ -61,7 +61,10 @@ struct AcceptRun {
   std::string deadline_of;  // the stage whose own deadline is the one armed now, or ""
   RunTrace trace;           // this rank's samples of every stage (docs/report.md, "The trace")
   std::optional<NodeRead> node_before;  // the preflight's read of this rank's node
-  NodeWatch node_watch;                 // its GPUs, watched from then on
+  NodeChanges node_changes;             // what rose on it, stage by stage, from that read on
+  std::optional<std::vector<std::string>> rail_nics;  // its ranks' NICs, at its first rank
+  std::string last_stage;                             // the stage that started last
+  NodeWatch node_watch;                               // its GPUs, watched from then on
 };
 
 // A stop as the report records it: a budget stop names the stage deadline that was armed.
@@ -137,6 +140,7 @@ StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun
   watch.end();
   run.preflight_nodes = p.nodes;
   run.node_before = std::move(p.read);
+  run.node_changes.last = *run.node_before;
   run.node_watch = start_node_watch(*run.node_before, in.accept.sample_s);
   // The burn runs inside the watch, so load_health and xid cover it (docs/node-check.md).
   BurnStage burn;
@@ -161,19 +165,31 @@ StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun
   return {"preflight", 1, {{"preflight", p.section}, {"nodes", nodes}}, p.checks};
 }
 
-// After the last stage, each node is read again and what rose since the preflight's read is
-// judged (docs/node-check.md, "Change over a load"), with what the watch saw in between (clock
-// reasons, the PCIe link while busy, XIDs): their checks and findings are the preflight's, whose
-// read they start from.
+// At a stage's end, each node is read again and what rose since the read at the stage's start is
+// judged as that stage's (docs/node-check.md, "Change over a load"). Every rank calls it, the
+// same on every rank: the preflight read the nodes, or did not. `last`: the read after the last
+// stage (test.sysfs_root_after where the test hooks give one).
+void judge_stage_change(const AcceptInputs& in, const World& world, AcceptRun& run,
+                        const std::string& stage, bool last) {
+  if (!run.node_before) return;
+  if (!run.rail_nics)  // collective: every rank asks at the same stage
+    run.rail_nics =
+        rail_nics_on_node(in.train.test, world,
+                          in.train.comm_backend == "nccl" ||
+                              (in.train.comm_backend == "auto" && missing_gpu_driver().empty()));
+  add_stage_change(run.node_changes, read_this_node(in.train.test, world, last), *run.rail_nics,
+                   stage);
+}
+
+// After the last stage, what rose in each stage, with what the watch saw from the preflight on
+// (clock reasons, the PCIe link while busy, XIDs): their checks and findings are the preflight's,
+// whose read they start from.
 void judge_health_change(const AcceptInputs& in, const World& world, AcceptRun& run) {
   if (!run.node_before) return;  // the same on every rank: the preflight ran, or did not
-  const NodeRead after = read_this_node(in.train.test, world, true);
-  const std::vector<std::string> rails =
-      rail_nics_on_node(in.train.test, world,
-                        in.train.comm_backend == "nccl" ||
-                            (in.train.comm_backend == "auto" && missing_gpu_driver().empty()));
-  const HealthStage change = health_change_stage(*run.node_before, after, rails, world);
-  const LoadStages load = load_health_stages(run.node_watch, after, in.inv.inventory, world);
+  judge_stage_change(in, world, run, run.last_stage, true);
+  const HealthStage change = health_change_stage(run.node_changes, world);
+  const LoadStages load =
+      load_health_stages(run.node_watch, run.node_changes.last, in.inv.inventory, world);
   if (world.rank != 0) return;
   for (auto a = run.attempts.rbegin(); a != run.attempts.rend(); ++a) {
     if (a->stage != "preflight") continue;
@@ -338,6 +354,7 @@ void run_stages(const AcceptInputs& in, const std::string& report_path, const Wo
       break;
     }
     arm_stage_deadline(in.accept, stage, run);
+    run.last_stage = stage;
     if (world.rank == 0)
       write_partial_report(
           report_path,
@@ -347,6 +364,8 @@ void run_stages(const AcceptInputs& in, const std::string& report_path, const Wo
           stage);
     run_stage(stage, in, world, run);
     if (run.stop.stop != 0) return;
+    // The last stage's end is read once all stages are done (judge_health_change).
+    if (stage != in.accept.stages.back()) judge_stage_change(in, world, run, stage, false);
   }
   // A signal during the last stage, which finished: the run was still asked to stop.
   if (const int stop = agreed_stop(world.comm);

@@ -124,18 +124,30 @@ std::vector<std::string> rail_nics_on_node(const TestHooks& test, const World& w
   return gather_strings_on_host(world, nic.name);
 }
 
-HealthStage health_change_stage(const NodeRead& before, const NodeRead& after,
-                                const std::vector<std::string>& rail_nics, const World& world) {
+void add_stage_change(NodeChanges& changes, NodeRead now, const std::vector<std::string>& rail_nics,
+                      const std::string& stage) {
+  const NodeRead& before = changes.last;
+  if (before.taken && now.taken) {
+    const std::string& host = now.machine.host;
+    const bool gpus = before.driver.loaded && now.driver.loaded && !before.driver.gpus.empty();
+    changes.judged = changes.judged || gpus || !before.machine.rdma_ports.empty();
+    const std::string during = "during the " + stage + " stage";
+    for (HealthFinding& f : judge_gpu_change(host, before.driver, now.driver, during))
+      changes.findings.push_back(std::move(f));
+    for (HealthFinding& f : judge_port_change(host, before.machine.rdma_ports,
+                                              now.machine.rdma_ports, rail_nics, during))
+      changes.findings.push_back(std::move(f));
+  }
+  changes.last = std::move(now);
+}
+
+HealthStage health_change_stage(const NodeChanges& changes, const World& world) {
   NodeHealthRecord mine;
-  if (before.taken && after.taken) {
-    mine.host = after.machine.host;
-    const bool gpus = before.driver.loaded && after.driver.loaded && !before.driver.gpus.empty();
-    mine.judged = gpus || !before.machine.rdma_ports.empty();
+  if (changes.last.taken) {
+    mine.host = changes.last.machine.host;
+    mine.judged = changes.judged;
     mine.why_not = "no GPU the driver lists and no RDMA port";
-    mine.findings = judge_gpu_change(mine.host, before.driver, after.driver);
-    for (HealthFinding& f : judge_port_change(mine.host, before.machine.rdma_ports,
-                                              after.machine.rdma_ports, rail_nics))
-      mine.findings.push_back(std::move(f));
+    mine.findings = changes.findings;
   }
   return gathered(
       "health_change", mine, world,

@@ -1,8 +1,8 @@
 #pragma once
-// accept reads each node's machine and GPU driver on the node's first rank twice
-// (docs/node-check.md, "Change over a load"): in the preflight, where its inventory and each
-// GPU's health at rest are judged, and after the last stage, where what rose in between is
-// judged. Rank 0 gathers one small record per rank (the others' empty), so its work and memory
+// accept reads each node's machine and GPU driver on the node's first rank (docs/node-check.md,
+// "Change over a load"): in the preflight, where its inventory and each GPU's health at rest are
+// judged, and at the end of every stage, where what rose during that stage is judged. Rank 0
+// gathers one small record per rank (the others' empty) once per check, so its work and memory
 // grow with the job alone, and no node reads another's counters.
 #include <chrono>
 #include <memory>
@@ -60,10 +60,22 @@ HealthStage gpu_health_stage(const NodeRead& read, const World& world);
 // by local rank, for naming a port's rails; empty elsewhere.
 std::vector<std::string> rail_nics_on_node(const TestHooks& test, const World& world, bool nccl);
 
-// health_change: what rose between `before` and `after` (node/health_change.h), a port's
-// findings named with the rails of `rail_nics` that use it.
-HealthStage health_change_stage(const NodeRead& before, const NodeRead& after,
-                                const std::vector<std::string>& rail_nics, const World& world);
+// What rose on a node, stage by stage (node/health_change.h): each stage is judged between the
+// read at its start and the read at its end, so a finding names its stage ("during the train
+// stage"). Kept on the node's first rank and gathered once, at the end.
+struct NodeChanges {
+  NodeRead last;  // the read the next stage starts from
+  bool judged = false;
+  std::vector<HealthFinding> findings;
+};
+
+// Every rank: judges what rose on its node from `changes.last` to `now` as `stage`'s, a port's
+// findings named with the rails of `rail_nics` that use it, and starts the next from `now`.
+void add_stage_change(NodeChanges& changes, NodeRead now, const std::vector<std::string>& rail_nics,
+                      const std::string& stage);
+
+// Every rank: health_change from every node's changes; rank 0 returns the judged stage.
+HealthStage health_change_stage(const NodeChanges& changes, const World& world);
 
 // A node's first rank watches its GPUs through NVML from the preflight to the last stage's end
 // (docs/node-check.md, "Health during a load"): clock reasons, the PCIe link while busy, XIDs.

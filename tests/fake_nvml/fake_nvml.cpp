@@ -22,7 +22,9 @@
 //   a GPU's "later": {"health": {...}, "nvlinks_up": 17, "missing": true}: from the process's
 //                     second nvmlInit_v2 on, these fields replace the GPU's own ("health" field
 //                     by field); "missing" makes it a GPU the driver still counts but cannot
-//                     open (NVML_ERROR_GPU_IS_LOST), as one that fell off the bus.
+//                     open (NVML_ERROR_GPU_IS_LOST), as one that fell off the bus;
+//   "later_from_read": 4  the "later" fields from that nvmlInit_v2 on instead (accept's reads:
+//                     the preflight's, the watch's, then one at each stage's end).
 // A GPU's "nvlink_peers": [1, 2, ...]: the GPUs (by index) it reaches over NVLink peer-to-peer.
 // A GPU's "hang_s": 300 (put it in "later"): reading its clock-event reasons takes that long, as a
 // driver that stopped answering, so the watch of a load is stuck inside it.
@@ -62,8 +64,9 @@ json gpus_at_read(int read) {
   json seen = json::array();
   const auto found = fake().find("gpus");
   if (found == fake().end() || !found->is_array()) return seen;
+  const int later_from = fake().value("later_from_read", 2);
   for (const json& g : *found) {
-    if (read < 2 || !g.contains("later")) {
+    if (read < later_from || !g.contains("later")) {
       seen.push_back(g);
       continue;
     }

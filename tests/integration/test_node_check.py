@@ -565,8 +565,11 @@ class AroundAcceptsLoad(unittest.TestCase):
         return [c for c in run.report["gate"]["checks"] if c["name"] == name][0]
 
     def test_a_gpu_error_at_rest_and_one_that_appears_during_the_load_are_each_named(self):
+        # Rank 2's reads of its node: the preflight's (1), the watch's own (2), the preflight's
+        # end (3), the train stage's end (4): GPU 5's errors appear in the train stage.
         nvml = healthy_h200s()
         nvml["ranks"] = [2]
+        nvml["later_from_read"] = 4
         nvml["gpus"][1]["health"]["remapped_rows"] = [2, 0, 1, 0]
         nvml["gpus"][5]["later"] = {"health": {"ecc": {"uncorrected_volatile": 2}}}
         with tempfile.TemporaryDirectory() as tmp:
@@ -578,7 +581,7 @@ class AroundAcceptsLoad(unittest.TestCase):
             "at the next reset)"]})
         self.assertEqual(self.findings(run, "health_change"), {host: [
             f"{host}: GPU 5 (GPU-1005, 0000:68:00.0): uncorrectable ECC errors rose by 2 (0 -> 2) "
-            "during the load"]})
+            "during the train stage"]})
         self.assertEqual(self.check(run, "gpu_health")["status"], "fail")
         self.assertIn("(1 of 3 node(s) judged)", self.check(run, "gpu_health")["reason"])
         self.assertEqual(self.check(run, "health_change")["stage"], "preflight")
@@ -597,9 +600,9 @@ class AroundAcceptsLoad(unittest.TestCase):
             run = self.accept(tmp, nvml=nvml)
         host = run.report["context"]["nodes"][2]["host"]
         self.assertEqual(self.findings(run, "health_change"), {host: [
-            f"{host}: GPU 2 (GPU-1002, 0000:38:00.0): left the driver during the load",
+            f"{host}: GPU 2 (GPU-1002, 0000:38:00.0): left the driver during the preflight stage",
             f"{host}: GPU 6 (GPU-1006, 0000:78:00.0): 1 NVLink link(s) went down (18 -> 17 up) "
-            "during the load"]})
+            "during the preflight stage"]})
         self.assertEqual(self.findings(run, "gpu_health"), {})
         self.assertEqual(self.check(run, "gpu_health")["status"], "pass")
 
@@ -650,7 +653,8 @@ class AroundAcceptsLoad(unittest.TestCase):
                               f"--test.sysfs_root_after={after}", "--test.sysfs_root_rank=2")
         host = run.report["context"]["nodes"][2]["host"]
         self.assertEqual(self.findings(run, "health_change"), {host: [
-            f"{host}: mlx5_1 port 1: symbol_error rose by 250 (0 -> 250) during the load"]})
+            f"{host}: mlx5_1 port 1: symbol_error rose by 250 (0 -> 250) during the preflight "
+            "stage"]})
         change = self.check(run, "health_change")
         self.assertEqual(change["status"], "warn", change)
         self.assertIn("(1 of 3 node(s) judged)", change["reason"])
@@ -678,9 +682,10 @@ class AroundAcceptsLoad(unittest.TestCase):
                 run.report = json.load(f)
         host = run.report["context"]["nodes"][2]["host"]
         self.assertEqual(self.findings(run, "health_change"), {host: [
-            f"{host}: mlx5_0 port 1 (rail 0): symbol_error rose by 7 (0 -> 7) during the load",
+            f"{host}: mlx5_0 port 1 (rail 0): symbol_error rose by 7 (0 -> 7) during the "
+            "preflight stage",
             f"{host}: mlx5_1 port 1 (rail 1): symbol_error rose by 250 (0 -> 250) during the "
-            "load"]})
+            "preflight stage"]})
 
     def test_level_full_burns_each_node_once_in_the_preflight_beside_the_watch(self):
         # Three pretend nodes: each node's first rank burns (the CPU here), the others wait; the

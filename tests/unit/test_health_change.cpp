@@ -39,6 +39,45 @@ std::vector<std::string> reasons(const std::vector<tp::HealthFinding>& findings)
   return out;
 }
 
+// accept reads each node at every stage's end: a counter is named with the stage it rose in, a
+// port with its rail, and a stage in which nothing rose adds nothing.
+TEST(GpuChange, EachRiseIsNamedWithTheStageItRoseIn) {
+  const auto read = [](const tp::DriverView& driver, long long symbol_errors) {
+    tp::NodeRead r;
+    r.taken = true;
+    r.machine.host = "n7";
+    r.driver = driver;
+    tp::RdmaPort port;
+    port.device = "mlx5_1";
+    port.port = "1";
+    port.state = "ACTIVE";
+    port.counters["symbol_error"] = symbol_errors;
+    r.machine.rdma_ports.push_back(port);
+    return r;
+  };
+  const tp::DriverView healthy = two_healthy_gpus();
+  tp::DriverView errors = healthy;
+  errors.gpus[1].health.ecc_uncorrected_volatile = 2;
+  tp::NodeChanges changes;
+  changes.last = read(healthy, 0);
+  tp::add_stage_change(changes, read(healthy, 0), {"mlx5_0", "mlx5_1"}, "preflight");
+  tp::add_stage_change(changes, read(healthy, 9), {"mlx5_0", "mlx5_1"}, "pairwise");
+  tp::add_stage_change(changes, read(errors, 9), {"mlx5_0", "mlx5_1"}, "train");
+  tp::add_stage_change(changes, read(errors, 9), {"mlx5_0", "mlx5_1"}, "restore");
+  EXPECT_TRUE(changes.judged);
+  EXPECT_THAT(reasons(changes.findings),
+              ::testing::ElementsAre(
+                  "warn n7: mlx5_1 port 1 (rail 1): symbol_error rose by 9 (0 -> 9) during the "
+                  "pairwise stage",
+                  "fail n7: GPU 1 (GPU-101, 0000:11:00.0): uncorrectable ECC errors rose by 2 "
+                  "(0 -> 2) during the train stage"));
+  // On a rank that is not its node's first, nothing is read and nothing judged.
+  tp::NodeChanges other;
+  tp::add_stage_change(other, tp::NodeRead{}, {}, "train");
+  EXPECT_FALSE(other.judged);
+  EXPECT_TRUE(other.findings.empty());
+}
+
 TEST(GpuChange, TwoEqualReadsGiveNothingAndEachRiseItsOwnFinding) {
   const tp::DriverView before = two_healthy_gpus();
   EXPECT_TRUE(tp::judge_gpu_change("n7", before, before).empty());
