@@ -17,11 +17,13 @@ namespace {
 
 // The table takes compute backends; the collectives need only their device side.
 std::unique_ptr<Collective> make_nccl(const World& world, ComputeBackend& compute,
+                                      const NcclOptions& options,
                                       std::shared_ptr<const CommDeadline> deadline,
                                       std::function<std::string(const std::string&)> on_timeout) {
   auto* device = dynamic_cast<DeviceStream*>(&compute);
   if (!device) throw UsageError("comm.backend=nccl needs compute.backend=cuda");
-  return make_nccl_collective(world, *device, std::move(deadline), std::move(on_timeout));
+  return make_nccl_collective(world, *device, options, std::move(deadline),
+                              std::move(on_timeout));
 }
 
 std::unique_ptr<Collective> stage_through_host(std::unique_ptr<Collective> inner,

@@ -12,12 +12,13 @@
 #include "kernels/compute_backend.h"
 #include "mpi/collective.h"
 #include "mpi/comm_deadline.h"
+#include "mpi/nccl_roots.h"
 
 namespace tp {
 
 struct World;
 
-inline constexpr int kGpuApiVersion = 4;
+inline constexpr int kGpuApiVersion = 5;
 
 struct GpuDevice {
   int index = 0;
@@ -54,11 +55,13 @@ struct GpuApi {
   GpuVersions (*versions)();
   // A cuBLAS backend on `device` computing in `dtype` (fp32, bf16, fp16).
   std::unique_ptr<ComputeBackend> (*make_compute)(int device, const std::string& dtype);
-  // NCCL over all ranks of `world`, on `compute`'s device, ordered after its stream. A
-  // reduction or set-up that waits longer than `deadline` allows is aborted (ncclCommAbort)
-  // after `on_timeout(what)` has named the ranks that did not arrive; its answer joins the error.
+  // NCCL over all ranks of `world`, on `compute`'s device, ordered after its stream, set up as
+  // `options` asks (mpi/nccl_roots.h). A reduction or set-up that waits longer than `deadline`
+  // allows is aborted (ncclCommAbort) after `on_timeout(what)` has named the ranks that did not
+  // arrive; its answer joins the error.
   std::unique_ptr<Collective> (*make_nccl)(
-      const World& world, ComputeBackend& compute, std::shared_ptr<const CommDeadline> deadline,
+      const World& world, ComputeBackend& compute, const NcclOptions& options,
+      std::shared_ptr<const CommDeadline> deadline,
       std::function<std::string(const std::string&)> on_timeout);
   // Wraps a host-memory collective (MPI) so it reduces `compute`'s device gradients by staging
   // them through pinned host buffers.

@@ -51,6 +51,8 @@ class Collective {
   virtual ~Collective() = default;
 
   virtual std::string name() const = 0;
+  // How the communicator was set up, for the report (NCCL's roots and why); none by default.
+  virtual std::vector<std::string> set_up_notes() const { return {}; }
 
   // Starts an in-place fp32 sum over all ranks and returns at once. The reduction is ordered after
   // all compute work already issued for `data` (a GPU collective waits on the compute stream).

@@ -1,12 +1,15 @@
 // NCCL allreduce on the compute backend's device, on a communication stream of its own, ordered
 // after the compute stream through events. The communicator is non-blocking (blocking=0), so
 // every wait is a poll that a watchdog deadline can end with ncclCommAbort.
+#include <dlfcn.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -20,7 +23,9 @@
 #include "mpi/collective.h"
 #include "mpi/comm_deadline.h"
 #include "mpi/deadline_poll.h"
+#include "mpi/comm_abort.h"
 #include "mpi/gpu_collectives.h"
+#include "mpi/nccl_roots.h"
 #include "mpi/nccl_operations.h"
 #include "mpi/world.h"
 
@@ -33,6 +38,52 @@ using Clock = std::chrono::steady_clock;  // the destructor's finalize wait
   throw RuntimeError(std::string(what) + ": NCCL: " + ncclGetErrorString(r));
 }
 
+// ncclCommInitRankScalable where the loaded NCCL has it, found at run time: the library is
+// linked against the NCCL it was built with, and a site may load an older one.
+using ScalableInit = ncclResult_t (*)(ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*);
+ScalableInit scalable_init() {
+  static const ScalableInit found = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) || !info.dli_fname)
+      return ScalableInit(nullptr);
+    void* nccl = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    return nccl ? reinterpret_cast<ScalableInit>(dlsym(nccl, "ncclCommInitRankScalable"))
+                : ScalableInit(nullptr);
+  }();
+  return found;
+}
+
+// The oldest NCCL any rank loaded (a rank whose NCCL lacks the scalable call counts as older
+// than 2.23), so every rank takes the same path; 0 when a rank cannot tell.
+int job_nccl_version(const World& world) {
+  int mine = 0;
+  if (ncclGetVersion(&mine) != ncclSuccess) mine = 0;
+  if (!scalable_init()) mine = std::min(mine, kNcclScalableInitVersion - 1);
+  int oldest = 0;
+  mpiCheck(MPI_Allreduce(&mine, &oldest, 1, MPI_INT, MPI_MIN, world.comm));
+  return oldest;
+}
+
+// Every root's id at every rank: the roots create them, one MPI_Allgatherv spreads them
+// (nccl_roots.h; a few KiB at 4,096 ranks).
+std::vector<ncclUniqueId> gather_root_ids(const World& world, const NcclRootPlan& plan) {
+  std::vector<ncclUniqueId> ids(plan.roots.size());
+  ncclUniqueId mine{};
+  const int index = root_index_of(plan, world.rank);
+  if (index >= 0) {
+    const ncclResult_t r = ncclGetUniqueId(&mine);
+    if (r != ncclSuccess) throw_nccl(r, "ncclGetUniqueId");
+  }
+  std::vector<int> counts(size_t(world.size), 0), offsets(size_t(world.size), 0);
+  for (size_t i = 0; i < plan.roots.size(); ++i) {
+    counts[size_t(plan.roots[i])] = int(sizeof(ncclUniqueId));
+    offsets[size_t(plan.roots[i])] = int(i * sizeof(ncclUniqueId));
+  }
+  mpiCheck(MPI_Allgatherv(&mine, index >= 0 ? int(sizeof mine) : 0, MPI_BYTE, ids.data(),
+                          counts.data(), offsets.data(), MPI_BYTE, world.comm));
+  return ids;
+}
+
 // One bucket's start and end on the NCCL stream.
 struct BucketEvents {
   cudaEvent_t start = nullptr, end = nullptr;
@@ -40,34 +91,46 @@ struct BucketEvents {
 
 class NcclCollective final : public Collective {
  public:
-  NcclCollective(const World& world, DeviceStream& compute,
+  NcclCollective(const World& world, DeviceStream& compute, const NcclOptions& options,
                  std::shared_ptr<const CommDeadline> deadline,
                  std::function<std::string(const std::string&)> on_timeout)
-      : compute_(compute), deadline_(std::move(deadline)), on_timeout_(std::move(on_timeout)) {
+      : compute_(compute),
+        options_(options),
+        deadline_(std::move(deadline)),
+        on_timeout_(std::move(on_timeout)) {
     cudaCheck(cudaSetDevice(compute.device_index()));
-    ncclUniqueId id{};
-    if (world.rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    mpiCheck(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world.comm));
+    const NcclRootPlan plan =
+        plan_nccl_roots(world.size, options_.ranks_per_root, job_nccl_version(world));
+    set_up_notes_.push_back(plan.note);
+    std::vector<ncclUniqueId> ids = gather_root_ids(world, plan);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    const ncclResult_t r = ncclCommInitRankConfig(&comm_, world.size, id, world.rank, &config);
+    const ncclResult_t r =
+        plan.scalable ? scalable_init()(&comm_, world.size, world.rank, int(ids.size()),
+                                        ids.data(), &config)
+                      : ncclCommInitRankConfig(&comm_, world.size, ids[0], world.rank, &config);
+    const char* call = plan.scalable ? "ncclCommInitRankScalable" : "ncclCommInitRankConfig";
     if (r != ncclSuccess && r != ncclInProgress) {
-      if (comm_) fail(r, "ncclCommInitRankConfig");
-      throw_nccl(r, "ncclCommInitRankConfig");
+      if (comm_) fail(r, call);
+      throw_nccl(r, call);
     }
-    wait_ready("ncclCommInitRankConfig (communicator set-up)");
+    register_abort();
+    wait_ready(plan.scalable ? "ncclCommInitRankScalable (communicator set-up)"
+                             : "ncclCommInitRankConfig (communicator set-up)");
     create_stream_and_events();
   }
 
   // A group split from a parent's communicator (`comm` may still be in progress).
-  NcclCollective(ncclComm_t comm, DeviceStream& compute,
+  NcclCollective(ncclComm_t comm, DeviceStream& compute, const NcclOptions& options,
                  std::shared_ptr<const CommDeadline> deadline,
                  std::function<std::string(const std::string&)> on_timeout)
       : compute_(compute),
+        options_(options),
         deadline_(std::move(deadline)),
         on_timeout_(std::move(on_timeout)),
         comm_(comm) {
     cudaCheck(cudaSetDevice(compute.device_index()));
+    register_abort();
     wait_ready("ncclCommSplit (group set-up)");
     create_stream_and_events();
   }
@@ -75,7 +138,8 @@ class NcclCollective final : public Collective {
   ~NcclCollective() override {
     // A clean finalize needs every peer; while an exception unwinds (a failed rank, the
     // watchdog) or when finalizing does not settle in time, abort instead of blocking the exit.
-    if (comm_ && !aborted_) {
+    if (options_.aborts && abort_id_ >= 0) options_.aborts->remove(abort_id_);
+    if (comm_ && !aborted_.load()) {
       ncclResult_t state = std::uncaught_exceptions() ? ncclInternalError : ncclCommFinalize(comm_);
       const auto deadline = Clock::now() + std::chrono::seconds(30);
       while (state == ncclInProgress && Clock::now() < deadline)
@@ -83,7 +147,7 @@ class NcclCollective final : public Collective {
       if (state == ncclSuccess)
         ncclCommDestroy(comm_);
       else
-        ncclCommAbort(comm_);
+        abort_bounded("destroying the communicator");
     }
     for (const BucketEvents& b : buckets_)
       for (cudaEvent_t e : {b.start, b.end}) cudaEventDestroy(e);
@@ -93,6 +157,7 @@ class NcclCollective final : public Collective {
   }
 
   std::string name() const override { return "nccl"; }
+  std::vector<std::string> set_up_notes() const override { return set_up_notes_; }
 
   void start_allreduce_sum(float* data, size_t count) override {
     cudaCheck(cudaEventRecord(ready_, compute_.stream()));
@@ -186,7 +251,7 @@ class NcclCollective final : public Collective {
     ncclComm_t group = nullptr;
     const ncclResult_t r = ncclCommSplit(comm_, color, key, &group, &config);
     if (r != ncclSuccess && r != ncclInProgress) fail(r, "ncclCommSplit");
-    return std::make_unique<NcclCollective>(group, compute_, deadline_, on_timeout_);
+    return std::make_unique<NcclCollective>(group, compute_, options_, deadline_, on_timeout_);
   }
 
  private:
@@ -247,9 +312,28 @@ class NcclCollective final : public Collective {
   }
   // NCCL requires an abort after an asynchronous error; the communicator is unusable after it.
   [[noreturn]] void fail(ncclResult_t r, const char* what) {
-    ncclCommAbort(comm_);
-    aborted_ = true;
+    abort_bounded(what);
     throw_nccl(r, what);
+  }
+  // ncclCommAbort within watchdog.abort_grace_s (mpi/comm_abort.h): an abort that does not
+  // return ends the process with exit 3, after whatever record the caller wrote first.
+  void abort_bounded(const char* what) {
+    if (aborted_.exchange(true)) return;
+    ncclComm_t comm = comm_;
+    if (run_within([comm] { ncclCommAbort(comm); }, options_.abort_grace_s)) return;
+    std::fprintf(stderr,
+                 "trainproof: ncclCommAbort after %s did not return within %.1f s "
+                 "(watchdog.abort_grace_s); ending this rank with exit 3\n",
+                 what, options_.abort_grace_s);
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+  // The watchdog aborts every communicator of the process when it fires (train/watchdog.h).
+  void register_abort() {
+    if (!options_.aborts) return;
+    abort_id_ = options_.aborts->add([this] {
+      if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+    });
   }
   [[noreturn]] void abort_after(const char* what) {
     char limit[96];
@@ -258,13 +342,13 @@ class NcclCollective final : public Collective {
     const std::string stalled = std::string(what) + " did not complete within " + limit;
     // The evidence is gathered before the abort, while the other ranks' state is still there.
     const std::string missing = on_timeout_ ? on_timeout_(stalled) : "";
-    ncclCommAbort(comm_);
-    aborted_ = true;
+    abort_bounded(what);
     throw RuntimeError("watchdog: " + stalled + "; NCCL communicator aborted" +
                        (missing.empty() ? "" : "; " + missing));
   }
 
   DeviceStream& compute_;
+  NcclOptions options_;
   std::shared_ptr<const CommDeadline> deadline_;
   std::function<std::string(const std::string&)> on_timeout_;
   ncclComm_t comm_ = nullptr;
@@ -273,15 +357,19 @@ class NcclCollective final : public Collective {
   std::vector<BucketEvents> buckets_;
   size_t started_ = 0;  // buckets started since the last take_comm_timing
   int rank_ = 0, size_ = 1;
-  bool pending_ = false, aborted_ = false;
+  bool pending_ = false;
+  std::atomic<bool> aborted_{false};
+  int abort_id_ = -1;
+  std::vector<std::string> set_up_notes_;
 };
 
 }  // namespace
 
 std::unique_ptr<Collective> make_nccl_collective(
-    const World& world, DeviceStream& compute, std::shared_ptr<const CommDeadline> deadline,
+    const World& world, DeviceStream& compute, const NcclOptions& options,
+    std::shared_ptr<const CommDeadline> deadline,
     std::function<std::string(const std::string&)> on_timeout) {
-  return std::make_unique<NcclCollective>(world, compute, std::move(deadline),
+  return std::make_unique<NcclCollective>(world, compute, options, std::move(deadline),
                                           std::move(on_timeout));
 }
 

@@ -62,9 +62,11 @@ struct TrainConfig {
   std::string compute_backend = "auto";
   std::string comm_backend = "auto";
   double bucket_mb = 25.0;
+  int ranks_per_root = 128;  // NCCL set-up: one ncclUniqueId root per this many ranks
   bool overlap = true;
   double watchdog_timeout_s = 0.0;  // 0: auto (train/watchdog.h)
   std::string watchdog_dir;         // heartbeats and abort.json; empty: beside the report
+  double watchdog_abort_grace_s = 30.0;  // how long an ncclCommAbort may take before exit 3
   double watchdog_publish_s = 1.0;  // a node's heartbeat file is rewritten at most this often
   int64_t log_every = 0;            // 0: about ten progress lines per run
   std::vector<FaultSpec> faults;

@@ -23,6 +23,21 @@ bool slow_phase(const std::string& phase) {
 
 }  // namespace
 
+std::string abort_outcome_text(const CommAborts::Outcome& outcome, double grace_s) {
+  if (outcome.returned + outcome.stuck == 0) return "no communicator to abort";
+  char text[160];
+  std::snprintf(text, sizeof text, "%d communicator(s) aborted%s", outcome.returned,
+                outcome.stuck ? "" : " in time");
+  std::string line = text;
+  if (outcome.stuck) {
+    std::snprintf(text, sizeof text,
+                  ", %d abort(s) still running after %.1f s (watchdog.abort_grace_s), left behind",
+                  outcome.stuck, grace_s);
+    line += text;
+  }
+  return line;
+}
+
 double auto_watchdog_timeout(double slowest_warmup_step_s) {
   return std::max(kFloorS, 25.0 * slowest_warmup_step_s);
 }
@@ -127,10 +142,14 @@ void Watchdog::abort_job(double stalled_s) {
   const std::string summary = write_abort_record(heartbeat_.dir(), what, me, evidence.verdict);
   // A rank that ends on purpose is not one the others wait for.
   heartbeat_.end_watch();
+  // Released communicators give their peers an error instead of a silent wait; an abort that
+  // hangs is left behind once its grace is spent (mpi/comm_abort.h).
+  const CommAborts::Outcome aborts = process_comm_aborts()->abort_all_within(abort_grace_s_.load());
   std::fprintf(stderr,
-               "trainproof: watchdog on rank %d (%s), in step %lld %s: %s; %s; aborting the job\n",
+               "trainproof: watchdog on rank %d (%s), in step %lld %s: %s; %s; %s; aborting the "
+               "job\n",
                me.rank, me.host.c_str(), static_cast<long long>(me.step), me.phase.c_str(), what,
-               summary.c_str());
+               summary.c_str(), abort_outcome_text(aborts, abort_grace_s_.load()).c_str());
   std::fflush(stderr);
   // Not MPI_Abort: this thread may not call MPI, and the main thread is stuck inside it. The
   // launcher ends the job when one of its processes exits without finalising.

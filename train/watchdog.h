@@ -3,8 +3,9 @@
 // rank's liveness counter. When the heartbeat has not moved for the timeout, it reads every rank's
 // heartbeat twice, a liveness window apart, and names the ranks the job waits for
 // (train/culprits.h): the same rule, on the same evidence, whichever rank fires first. It writes
-// abort.json naming them (with their hosts) and ends the process with exit 3, which makes the
-// launcher tear the job down. It covers every backend: a rank stuck in a collective waits for a
+// abort.json naming them (with their hosts), aborts this process's NCCL communicators, each within
+// watchdog.abort_grace_s, and ends the process with exit 3, which makes the launcher tear the job
+// down. It covers every backend: a rank stuck in a collective waits for a
 // rank that stopped, and its heartbeat stops with it.
 #include <atomic>
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "mpi/comm_abort.h"
 #include "mpi/comm_deadline.h"
 #include "train/culprits.h"
 #include "train/heartbeat.h"
@@ -51,6 +53,9 @@ Evidence gather_evidence(const std::string& dir, int world_size, double window_s
 std::function<std::string(const std::string& what)> missing_rank_namer(
     const std::string& dir, int rank, int world_size, std::shared_ptr<const CommDeadline> deadline);
 
+// The watchdog's line on the aborts it ran when it fired.
+std::string abort_outcome_text(const CommAborts::Outcome& outcome, double grace_s);
+
 class Watchdog {
  public:
   // `timeout_s` 0: auto. `warmup_steps`: how many steps the auto timeout learns from.
@@ -65,6 +70,9 @@ class Watchdog {
   std::shared_ptr<const CommDeadline> comm_deadline() const { return comm_deadline_; }
   // Set-up is over (step 1 begins): the collective's set-up allowance ends with the watchdog's.
   void end_set_up() { comm_deadline_->end_set_up(); }
+  // How long each of this process's NCCL aborts may take once it fires (watchdog.abort_grace_s;
+  // mpi/comm_abort.h).
+  void set_abort_grace(double seconds) { abort_grace_s_.store(seconds); }
 
  private:
   void watch();
@@ -76,6 +84,7 @@ class Watchdog {
   int64_t warmup_steps_;
   double publish_s_;
   std::atomic<double> timeout_s_;
+  std::atomic<double> abort_grace_s_{kDefaultAbortGraceS};
   std::shared_ptr<CommDeadline> comm_deadline_;
   std::mutex mutex_;
   std::condition_variable wake_;

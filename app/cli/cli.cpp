@@ -113,9 +113,14 @@ void read_backends(const po::variables_map& vm, TrainConfig& c) {
   c.comm_backend = one_of(vm, "comm.backend", {"auto", "mpi", "nccl"});
   c.bucket_mb = in_range(vm, "comm.bucket_mb", 0.0, 1e6, true);
   c.overlap = vm["comm.overlap"].as<bool>();
+  c.ranks_per_root = vm["comm.ranks_per_root"].as<int>();
+  if (c.ranks_per_root < 1 || c.ranks_per_root > (1 << 20))
+    throw UsageError("comm.ranks_per_root=" + std::to_string(c.ranks_per_root) +
+                     " is out of range [1, 1048576]");
   c.watchdog_timeout_s = in_range(vm, "watchdog.timeout_s", 0.0, 1e7, false);
   c.watchdog_dir = vm["watchdog.dir"].as<std::string>();
   c.watchdog_publish_s = in_range(vm, "watchdog.publish_s", 0.01, 60.0, true);
+  c.watchdog_abort_grace_s = in_range(vm, "watchdog.abort_grace_s", 0.1, 3600.0, false);
 }
 
 void read_checkpointing(const po::variables_map& vm, TrainConfig& c) {

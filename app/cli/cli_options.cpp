@@ -96,7 +96,11 @@ po::options_description comm_options() {
        "gradient bucket size in MiB; a bucket is reduced as soon as its layers are done")
       ("comm.overlap", po::value<bool>()->default_value(true),
        "true: each bucket's reduction starts as its layers finish and overlaps the remaining "
-       "backward; false: every bucket starts after the backward, and the step waits once");
+       "backward; false: every bucket starts after the backward, and the step waits once")
+      ("comm.ranks_per_root", po::value<int>()->default_value(128),
+       "NCCL set-up: one root (an ncclUniqueId served by its own rank) per this many ranks, "
+       "through ncclCommInitRankScalable (NCCL 2.23 and later; an older NCCL sets up from one "
+       "root, and the report says so). 1 to 1048576");
   // clang-format on
   return group;
 }
@@ -158,6 +162,10 @@ po::options_description watchdog_options() {
       ("watchdog.dir", po::value<std::string>()->default_value(""),
        "folder all ranks can read and write for the heartbeats (one file per node) and "
        "abort.json; empty: trainproof-heartbeats/ beside the report")
+      ("watchdog.abort_grace_s", po::value<double>()->default_value(30.0),
+       "how long an ncclCommAbort may take, when a wait times out or the watchdog fires, before "
+       "the rank gives up on it and exits with 3 (abort.json is written first): an abort can "
+       "itself hang. 0.1 to 3600")
       ("watchdog.publish_s", po::value<double>()->default_value(1.0),
        "each rank beats into its node's memory; a node's heartbeat file in watchdog.dir is "
        "rewritten, with all its ranks, at most this often (more often only where the watchdog's "

@@ -12,6 +12,7 @@
 #include "gpu/gpu_assignment.h"
 #include "gpu/gpu_loader.h"
 #include "kernels/cpu_backend.h"
+#include "mpi/comm_abort.h"
 #include "train/watchdog.h"
 
 namespace tp {
@@ -175,6 +176,10 @@ bool agree_on_nccl(const TrainConfig& cfg, const World& world, bool use_cuda, in
   return use_nccl;
 }
 
+NcclOptions nccl_options(const TrainConfig& cfg) {
+  return {cfg.ranks_per_root, cfg.watchdog_abort_grace_s, process_comm_aborts()};
+}
+
 std::unique_ptr<Collective> make_collective(const TrainConfig& cfg, const World& world,
                                             const Heartbeat* heartbeat,
                                             std::shared_ptr<const CommDeadline> deadline,
@@ -189,11 +194,11 @@ std::unique_ptr<Collective> make_collective(const TrainConfig& cfg, const World&
     // communicator gets the set-up allowance.
     auto own = std::make_shared<CommDeadline>(cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s
                                                                          : kWatchdogUntilWarmedUpS);
-    auto nccl = b.gpu->make_nccl(world, *b.compute, own, nullptr);
+    auto nccl = b.gpu->make_nccl(world, *b.compute, nccl_options(cfg), own, nullptr);
     own->end_set_up();
     return nccl;
   }
-  return b.gpu->make_nccl(world, *b.compute, deadline,
+  return b.gpu->make_nccl(world, *b.compute, nccl_options(cfg), deadline,
                           missing_rank_namer(heartbeat->dir(), world.rank, world.size, deadline));
 }
 
@@ -225,6 +230,7 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
     b.gpu = nullptr;
   }
   b.comm = make_collective(cfg, world, heartbeat, std::move(deadline), use_cuda, use_nccl, b);
+  for (const std::string& note : b.comm->set_up_notes()) b.notes.push_back(note);
   return b;
 }
 

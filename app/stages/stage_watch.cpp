@@ -29,6 +29,7 @@ StageWatch::StageWatch(const TrainConfig& cfg, const std::string& report_path, c
       cfg.watchdog_timeout_s > 0 ? cfg.watchdog_timeout_s : kWatchdogUntilWarmedUpS;
   watchdog_ =
       std::make_unique<Watchdog>(*heartbeat_, world.size, timeout, 0, cfg.watchdog_publish_s);
+  watchdog_->set_abort_grace(cfg.watchdog_abort_grace_s);
   active = this;
 }
 

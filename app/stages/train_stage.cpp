@@ -239,6 +239,7 @@ TrainStage train_stage(const Invocation& inv, TrainConfig cfg, const World& worl
   // Every backend is watched: a rank that stops moving is named from the heartbeats.
   Watchdog watchdog(*heartbeat, world.size, cfg.watchdog_timeout_s, cfg.warmup_steps,
                     cfg.watchdog_publish_s);
+  watchdog.set_abort_grace(cfg.watchdog_abort_grace_s);
   check_batch_covers_world(cfg, world);
   // Each long set-up step starts the watchdog's count, and the collective's, afresh.
   heartbeat->beat(0, "start");
