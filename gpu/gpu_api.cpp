@@ -22,8 +22,7 @@ std::unique_ptr<Collective> make_nccl(const World& world, ComputeBackend& comput
                                       std::function<std::string(const std::string&)> on_timeout) {
   auto* device = dynamic_cast<DeviceStream*>(&compute);
   if (!device) throw UsageError("comm.backend=nccl needs compute.backend=cuda");
-  return make_nccl_collective(world, *device, options, std::move(deadline),
-                              std::move(on_timeout));
+  return make_nccl_collective(world, *device, options, std::move(deadline), std::move(on_timeout));
 }
 
 std::unique_ptr<Collective> stage_through_host(std::unique_ptr<Collective> inner,

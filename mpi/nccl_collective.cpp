@@ -21,12 +21,12 @@
 #include "common/cuda_check.h"
 #include "mpi/check.h"
 #include "mpi/collective.h"
+#include "mpi/comm_abort.h"
 #include "mpi/comm_deadline.h"
 #include "mpi/deadline_poll.h"
-#include "mpi/comm_abort.h"
 #include "mpi/gpu_collectives.h"
-#include "mpi/nccl_roots.h"
 #include "mpi/nccl_operations.h"
+#include "mpi/nccl_roots.h"
 #include "mpi/world.h"
 
 namespace tp {
@@ -106,9 +106,9 @@ class NcclCollective final : public Collective {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     const ncclResult_t r =
-        plan.scalable ? scalable_init()(&comm_, world.size, world.rank, int(ids.size()),
-                                        ids.data(), &config)
-                      : ncclCommInitRankConfig(&comm_, world.size, ids[0], world.rank, &config);
+        plan.scalable
+            ? scalable_init()(&comm_, world.size, world.rank, int(ids.size()), ids.data(), &config)
+            : ncclCommInitRankConfig(&comm_, world.size, ids[0], world.rank, &config);
     const char* call = plan.scalable ? "ncclCommInitRankScalable" : "ncclCommInitRankConfig";
     if (r != ncclSuccess && r != ncclInProgress) {
       if (comm_) fail(r, call);

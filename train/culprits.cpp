@@ -44,6 +44,7 @@ const char* why_name(Culprit::Why why) {
 Verdict name_culprits(const std::vector<HeartbeatRecord>& first,
                       const std::vector<HeartbeatRecord>& second) {
   Verdict verdict;
+  verdict.unentered = first_unentered(second);
   for (const HeartbeatRecord& h : second)
     if (h.present && (!verdict.furthest.present || ahead_of(h, verdict.furthest)))
       verdict.furthest = h;
@@ -72,6 +73,16 @@ nlohmann::json abort_json(const std::string& what, const HeartbeatRecord& me,
     record["furthest"] = {{"rank", verdict.furthest.rank},
                           {"step", verdict.furthest.step},
                           {"phase", verdict.furthest.phase}};
+  if (const auto& u = verdict.unentered)
+    record["first_unentered"] = {
+        {"comm", u->comm},
+        {"seq", u->seq},
+        {"op", u->op.empty() ? nlohmann::json() : nlohmann::json(u->op)},
+        {"bytes", u->bytes >= 0 ? nlohmann::json(u->bytes) : nlohmann::json()},
+        {"ranks", u->ranks},
+        {"hosts", u->hosts},
+        {"inside_previous", u->inside_previous},
+        {"entered_by", u->waiting.size()}};
   record["missing"] = nlohmann::json::array();
   for (const Culprit& culprit : verdict.culprits) {
     const HeartbeatRecord& h = culprit.last;
@@ -96,8 +107,24 @@ std::string summary_of(const nlohmann::json& record, const std::string& path) {
             << m.value("last_step", int64_t(0)) << " " << m.value("last_phase", std::string())
             << (m.value("why", std::string()) == "stopped" ? "; stopped or dead" : "") << ")";
   }
-  return named.tellp() ? "did not arrive: " + named.str() + " (abort.json: " + path + ")"
-                       : "every rank is alive and reached this point (abort.json: " + path + ")";
+  std::string unentered;
+  if (const auto u = record.find("first_unentered"); u != record.end() && u->is_object()) {
+    Unentered parsed;
+    parsed.comm = u->value("comm", std::string());
+    parsed.seq = u->value("seq", int64_t(0));
+    parsed.op = (*u)["op"].is_string() ? (*u)["op"].get<std::string>() : "";
+    parsed.bytes = (*u)["bytes"].is_number() ? (*u)["bytes"].get<int64_t>() : -1;
+    parsed.ranks = u->value("ranks", std::vector<int>{});
+    parsed.hosts = u->value("hosts", std::vector<std::string>{});
+    parsed.inside_previous = u->value("inside_previous", std::vector<int>{});
+    parsed.hosts.resize(parsed.ranks.size());
+    unentered = "; " + unentered_text(parsed);
+  }
+  return named.tellp()
+             ? "did not arrive: " + named.str() + unentered + " (abort.json: " + path + ")"
+         : unentered.empty()
+             ? "every rank is alive and reached this point (abort.json: " + path + ")"
+             : "every rank is alive" + unentered + " (abort.json: " + path + ")";
 }
 
 // Publishes `text` as `path` unless a record is there already; returns that record then.

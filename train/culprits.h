@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "train/heartbeat.h"
+#include "train/unentered.h"
 
 namespace tp {
 
@@ -26,6 +27,8 @@ const char* why_name(Culprit::Why why);
 struct Verdict {
   std::vector<Culprit> culprits;  // by rank
   HeartbeatRecord furthest;       // the rank furthest ahead (the lowest rank of a tie)
+  // The collective some ranks never entered, from the second read (train/unentered.h).
+  std::optional<Unentered> unentered;
 };
 
 // `first` and `second`: every rank's record, indexed by rank, read a liveness window apart

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,8 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // One line per rank in a node's file, at a fixed place: "rank step phase host unix_time alive N
-// [ended]", padded with spaces. A slot no rank has beaten in is a blank line.
-constexpr size_t kLineBytes = 192;
+// [ended]", then a word per communicator it records (comm_word), padded with spaces. A slot no rank
+// has beaten in is a blank line.
+constexpr size_t kLineBytes = 640;
 constexpr const char* kNodeFilePrefix = "beats-";
 // The phases a slot can hold, by index; a name outside the list is stored as "unknown".
 constexpr const char* kPhases[] = {"start",     "data",       "compute", "comm",
@@ -45,7 +47,97 @@ struct SlotCopy {
   int32_t phase = 0;
   double unix_time = 0;
   bool ended = false;
+  std::vector<CommProgress> comms;
 };
+
+void store_comm(CommSlot& slot, const CommProgress& c) {
+  char label[kLedgerLabelBytes] = {};
+  std::memcpy(label, c.label.data(), std::min(c.label.size(), sizeof label));
+  for (size_t w = 0; w < kLedgerLabelBytes / 8; ++w) {
+    uint64_t word = 0;
+    std::memcpy(&word, label + 8 * w, 8);
+    slot.label[w].store(word);
+  }
+  slot.entered.store(c.entered);
+  slot.completed.store(c.completed);
+  slot.peer.store(c.peer);
+  for (int i = 0; i < kLedgerRecent; ++i) {
+    slot.recent_seq[i].store(c.recent[size_t(i)].seq);
+    slot.recent_op[i].store(int32_t(c.recent[size_t(i)].op));
+    slot.recent_bytes[i].store(c.recent[size_t(i)].bytes);
+  }
+}
+
+CommProgress load_comm(const CommSlot& slot) {
+  CommProgress c;
+  char label[kLedgerLabelBytes + 1] = {};
+  for (size_t w = 0; w < kLedgerLabelBytes / 8; ++w) {
+    const uint64_t word = slot.label[w].load();
+    std::memcpy(label + 8 * w, &word, 8);
+  }
+  c.label = label;
+  c.entered = slot.entered.load();
+  c.completed = slot.completed.load();
+  c.peer = slot.peer.load();
+  for (int i = 0; i < kLedgerRecent; ++i)
+    c.recent[size_t(i)] = {slot.recent_seq[i].load(), CollectiveOp(slot.recent_op[i].load()),
+                           slot.recent_bytes[i].load()};
+  return c;
+}
+
+// The communicators' records, copied under their own sequence lock as copy_slot copies a beat.
+std::vector<CommProgress> copy_comms(const BeatSlot& slot) {
+  std::vector<CommProgress> comms;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const uint64_t before = slot.comm_version.load();
+    comms.clear();
+    for (const CommSlot& c : slot.comms)
+      if (CommProgress copy = load_comm(c); !copy.empty()) comms.push_back(std::move(copy));
+    if (before % 2 == 0 && slot.comm_version.load() == before) break;
+  }
+  return comms;
+}
+
+// "comm=<label>,<entered>,<completed>,<peer>,<seq>:<op>:<bytes>/...": the label has no spaces
+// or commas (the ledger's labels are made so).
+std::string comm_word(const CommProgress& c) {
+  std::string word = " comm=" + c.label + "," + std::to_string(c.entered) + "," +
+                     std::to_string(c.completed) + "," + std::to_string(c.peer) + ",";
+  bool first = true;
+  for (const LedgerCall& call : c.recent) {
+    if (call.seq <= 0) continue;
+    word += (first ? "" : "/") + std::to_string(call.seq) + ":" + op_name(call.op) + ":" +
+            std::to_string(call.bytes);
+    first = false;
+  }
+  return word;
+}
+
+bool parse_comm_word(const std::string& word, CommProgress& c) {
+  if (word.rfind("comm=", 0) != 0) return false;
+  std::istringstream in(word.substr(5));
+  std::string field, calls;
+  if (!std::getline(in, c.label, ',')) return false;
+  long long numbers[3] = {0, 0, -1};
+  for (long long& n : numbers) {
+    if (!std::getline(in, field, ',')) return false;
+    n = std::atoll(field.c_str());
+  }
+  c.entered = numbers[0];
+  c.completed = numbers[1];
+  c.peer = int(numbers[2]);
+  std::getline(in, calls);
+  std::istringstream each(calls);
+  for (size_t i = 0; i < c.recent.size() && std::getline(each, field, '/');) {
+    const size_t a = field.find(':'), b = field.rfind(':');
+    if (a == std::string::npos || a == b) continue;
+    LedgerCall call;
+    call.seq = std::atoll(field.substr(0, a).c_str());
+    call.bytes = std::atoll(field.substr(b + 1).c_str());
+    if (op_from_name(field.substr(a + 1, b - a - 1), call.op)) c.recent[i++] = call;
+  }
+  return !c.label.empty();
+}
 
 // A consistent copy of a slot its owner may be writing: retried while the sequence moves. Every
 // access is sequentially consistent (no fences, which ThreadSanitizer cannot follow): a beat is a
@@ -64,6 +156,7 @@ SlotCopy copy_slot(const BeatSlot& slot) {
   copy.rank = slot.rank.load();
   copy.liveness = slot.liveness.load();
   copy.ended = slot.watch_ended.load() != 0;
+  copy.comms = copy_comms(slot);
   return copy;
 }
 
@@ -72,10 +165,17 @@ void append_line(std::string& text, const SlotCopy& slot, const std::string& hos
   std::memset(line, ' ', sizeof line);
   if (slot.rank >= 0) {
     const int phase = slot.phase >= 0 && slot.phase < kPhaseCount ? slot.phase : kPhaseCount - 1;
-    const int n = std::snprintf(line, sizeof line, "%d %lld %s %s %.6f alive %lld%s", slot.rank,
-                                static_cast<long long>(slot.step), kPhases[phase], host.c_str(),
-                                slot.unix_time, static_cast<long long>(slot.liveness),
-                                slot.ended ? " ended" : "");
+    int n = std::snprintf(line, sizeof line, "%d %lld %s %s %.6f alive %lld%s", slot.rank,
+                          static_cast<long long>(slot.step), kPhases[phase], host.c_str(),
+                          slot.unix_time, static_cast<long long>(slot.liveness),
+                          slot.ended ? " ended" : "");
+    // Each communicator's word while it fits whole; the line's end stays a newline.
+    for (const CommProgress& c : slot.comms) {
+      const std::string word = comm_word(c);
+      if (n < 0 || size_t(n) + word.size() >= sizeof line - 1) break;
+      std::memcpy(line + n, word.data(), word.size());
+      n += int(word.size());
+    }
     if (n > 0 && size_t(n) < sizeof line) line[n] = ' ';
   }
   line[sizeof line - 1] = '\n';
@@ -90,9 +190,13 @@ HeartbeatRecord parse_line(const std::string& line) {
   if (!(in >> h.rank >> step >> h.phase >> h.host >> h.unix_time)) return HeartbeatRecord{};
   h.step = step;
   h.present = true;
-  if (in >> word >> count && word == "alive") {
-    h.liveness = count;
-    h.watch_ended = in >> ended && ended == "ended";
+  if (in >> word >> count && word == "alive") h.liveness = count;
+  while (in >> word) {
+    CommProgress c;
+    if (word == "ended")
+      h.watch_ended = true;
+    else if (parse_comm_word(word, c))
+      h.comms.push_back(std::move(c));
   }
   return h;
 }
@@ -154,13 +258,23 @@ Heartbeat::Heartbeat(std::string dir, int rank, std::string host, NodePlace plac
   slot_.rank.store(rank_);
   slot_.pid.store(int32_t(::getpid()));
   beat(0, "start");
+  process_ledger().attach(this);
   // Host and pid, so a drill can kill this process from outside (drill.external_kill).
   // The real host name, even when tests pretend otherwise: it is where the process is.
   std::ofstream(pid_path()) << host_name() << ' ' << ::getpid() << '\n';
 }
 
 Heartbeat::~Heartbeat() {
+  process_ledger().detach(this);
   if (fd_ >= 0) ::close(fd_);
+}
+
+void Heartbeat::publish(int index, const CommProgress& progress) {
+  if (index < 0 || index >= kLedgerComms) return;
+  const uint64_t version = slot_.comm_version.load();
+  slot_.comm_version.store(version + 1);
+  store_comm(slot_.comms[index], progress);
+  slot_.comm_version.store(version + 2);
 }
 
 void Heartbeat::beat(int64_t step, const char* phase) {

@@ -33,6 +33,7 @@ struct HeartbeatRecord {
   // The rank's watchdog thread counts up while it runs; -1 until it has counted once.
   int64_t liveness = -1;
   bool watch_ended = false;  // its watchdog stopped counting on purpose (the job ended or aborted)
+  std::vector<CommProgress> comms;  // its communicators' sequence numbers (mpi/collective_ledger.h)
 };
 
 // Where a rank's heartbeat lives on its node.
@@ -44,12 +45,12 @@ struct NodePlace {
   double publish_every_s = 1.0;
 };
 
-class Heartbeat {
+class Heartbeat final : public LedgerSink {
  public:
   // A rank that is a node of its own, publishing every beat at once (tools and tests).
   Heartbeat(std::string dir, int rank, std::string host);
   Heartbeat(std::string dir, int rank, std::string host, NodePlace place);
-  ~Heartbeat();
+  ~Heartbeat() override;
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
 
@@ -79,6 +80,8 @@ class Heartbeat {
   void tick();
   // The watchdog thread, when it stops on purpose: the counter stops moving, and says why.
   void end_watch();
+  // The process's collective ledger writes here (main thread): into this rank's slot only.
+  void publish(int index, const CommProgress& progress) override;
   // Every rank of this node that shares its memory, with its process id: whom a node fault
   // kills (train/faults.h). Node-local: no file or message.
   std::vector<NodeProcess> node_processes() const;

@@ -12,7 +12,20 @@
 #include <memory>
 #include <string>
 
+#include "mpi/collective_ledger.h"
+
 namespace tp {
+
+// One communicator's progress on a rank (mpi/collective_ledger.h), in shared memory: the label
+// as NUL-padded words, the numbers as they are. Written under the slot's `comm_version`.
+struct CommSlot {
+  std::atomic<uint64_t> label[kLedgerLabelBytes / 8];
+  std::atomic<int64_t> entered{0}, completed{0};
+  std::atomic<int32_t> peer{-1};
+  std::atomic<int64_t> recent_seq[kLedgerRecent];
+  std::atomic<int32_t> recent_op[kLedgerRecent];
+  std::atomic<int64_t> recent_bytes[kLedgerRecent];
+};
 
 // One rank's heartbeat, written by that rank alone. `version` is a sequence lock: odd while its
 // owner writes step, phase and time, so a publisher never copies half a beat.
@@ -25,6 +38,9 @@ struct alignas(64) BeatSlot {
   std::atomic<int64_t> liveness{-1};  // the rank's watchdog counts up; -1 until it counts once
   std::atomic<int32_t> watch_ended{0};
   std::atomic<int32_t> pid{0};  // the rank's process: a node fault kills every one of them
+  // A second sequence lock, for the communicators' records: odd while one changes.
+  std::atomic<uint64_t> comm_version{0};
+  CommSlot comms[kLedgerComms];
 };
 
 // The node's shared state besides the slots: who publishes, and when the last publish was.

@@ -18,7 +18,12 @@ struct TestHooks {
   int clock_offset_rank = -1;        // adds clock_offset_s to this rank's raw clock
   double clock_offset_s = 0.0;
   bool skip_clock_alignment = false;
-  int split_hosts = 0;       // pretend the ranks are spread over this many hosts
+  int split_hosts = 0;  // pretend the ranks are spread over this many hosts
+  // test.hold_collective: this rank never enters this collective of this communicator, and
+  // waits there until the job is ended (the hang report's test). -1: none.
+  int hold_rank = -1;
+  int64_t hold_seq = 0;
+  std::string hold_comm = "world";
   int mpi_error_rank = -1;   // makes this rank issue an invalid MPI call, to exercise exit code 3
   std::string skip_restore;  // "moment1": restore leaves it zero (negative control of resume)
   double read_delay_ms = 0;  // each dataset sample read sleeps this long
@@ -64,11 +69,11 @@ struct TrainConfig {
   double bucket_mb = 25.0;
   int ranks_per_root = 128;  // NCCL set-up: one ncclUniqueId root per this many ranks
   bool overlap = true;
-  double watchdog_timeout_s = 0.0;  // 0: auto (train/watchdog.h)
-  std::string watchdog_dir;         // heartbeats and abort.json; empty: beside the report
+  double watchdog_timeout_s = 0.0;       // 0: auto (train/watchdog.h)
+  std::string watchdog_dir;              // heartbeats and abort.json; empty: beside the report
   double watchdog_abort_grace_s = 30.0;  // how long an ncclCommAbort may take before exit 3
-  double watchdog_publish_s = 1.0;  // a node's heartbeat file is rewritten at most this often
-  int64_t log_every = 0;            // 0: about ten progress lines per run
+  double watchdog_publish_s = 1.0;       // a node's heartbeat file is rewritten at most this often
+  int64_t log_every = 0;                 // 0: about ten progress lines per run
   std::vector<FaultSpec> faults;
   std::string checkpoint_dir;  // empty: no checkpoints
   int64_t checkpoint_every = 0;

@@ -189,6 +189,16 @@ TestHooks test_hooks_from(const po::variables_map& vm) {
   t.sysfs_root_rank = vm["test.sysfs_root_rank"].as<int>();
   t.sysfs_root_after = vm["test.sysfs_root_after"].as<std::string>();
   if (t.split_hosts < 0) throw UsageError("test.split_hosts must be >= 0");
+  if (const std::string hold = vm["test.hold_collective"].as<std::string>(); !hold.empty()) {
+    std::istringstream in(hold);
+    char colon = 0, colon2 = 0;
+    std::string comm;
+    if (!(in >> t.hold_rank >> colon >> t.hold_seq) || colon != ':' || t.hold_rank < 0 ||
+        t.hold_seq < 1 || (in >> colon2 && (colon2 != ':' || !(in >> comm))))
+      throw UsageError("test.hold_collective=" + hold +
+                       ": expected RANK:SEQ[:COMM], with RANK >= 0 and SEQ >= 1");
+    if (!comm.empty()) t.hold_comm = comm;
+  }
   return t;
 }
 

@@ -381,6 +381,10 @@ po::options_description test_options() {
        "> 0: the memory check at start takes this as the host's available memory")
       ("test.read_delay_ms", po::value<double>()->default_value(0.0),
        "each dataset sample read sleeps this long (the negative control of the data stall)")
+      ("test.hold_collective", po::value<std::string>()->default_value(""),
+       "RANK:SEQ[:COMM]: that rank waits, alive, before entering collective SEQ of communicator "
+       "COMM (default world) until the job is ended: a hang the watchdog reports as "
+       "first_unentered in abort.json")
       ("test.mpi_error_rank", po::value<int>()->default_value(-1),
        "make this rank issue an invalid MPI call before training (exit code 3 path)")
       ("test.sysfs_root", po::value<std::string>()->default_value(""),

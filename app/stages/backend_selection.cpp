@@ -1,10 +1,12 @@
 #include "app/stages/backend_selection.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "checkpoint/memory_need.h"
 #include "common/errors.h"
@@ -12,6 +14,7 @@
 #include "gpu/gpu_assignment.h"
 #include "gpu/gpu_loader.h"
 #include "kernels/cpu_backend.h"
+#include "mpi/collective_ledger.h"
 #include "mpi/comm_abort.h"
 #include "train/watchdog.h"
 
@@ -176,6 +179,18 @@ bool agree_on_nccl(const TrainConfig& cfg, const World& world, bool use_cuda, in
   return use_nccl;
 }
 
+// test.hold_collective: the named rank stops short of the named collective, alive (its watchdog
+// still counts), until the job is ended around it.
+std::function<void(const std::string&, int64_t)> collective_hold(const TestHooks& test, int rank) {
+  if (test.hold_rank != rank) return nullptr;
+  return [comm = test.hold_comm, seq = test.hold_seq](const std::string& label, int64_t n) {
+    if (label != comm || n != seq) return;
+    std::fprintf(stderr, "trainproof: test.hold_collective: holding before %s seq %lld\n",
+                 label.c_str(), static_cast<long long>(n));
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  };
+}
+
 NcclOptions nccl_options(const TrainConfig& cfg) {
   return {cfg.ranks_per_root, cfg.watchdog_abort_grace_s, process_comm_aborts()};
 }
@@ -229,7 +244,9 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
     b.compute = make_cpu_backend();
     b.gpu = nullptr;
   }
-  b.comm = make_collective(cfg, world, heartbeat, std::move(deadline), use_cuda, use_nccl, b);
+  b.comm = with_sequence_numbers(
+      make_collective(cfg, world, heartbeat, std::move(deadline), use_cuda, use_nccl, b), "world",
+      process_ledger(), collective_hold(cfg.test, world.rank));
   for (const std::string& note : b.comm->set_up_notes()) b.notes.push_back(note);
   return b;
 }

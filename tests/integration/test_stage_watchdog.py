@@ -7,6 +7,7 @@ under way: in the collective sweep of `trainproof sweep`, and in the pairwise pa
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -17,6 +18,8 @@ from harness import BIN, MPIEXEC, SCENARIOS, main
 RANKS = 3
 TIMEOUT_S = 2.0
 STOPPED = 1
+# test.split_hosts=2 at 4 ranks: ranks 2 and 3 on the second pretend node.
+SECOND_NODE = socket.gethostname() + "-vnode1"
 
 
 def rank_pid(beats, rank):
@@ -88,6 +91,14 @@ class StageWatchdog(unittest.TestCase):
                 ["sweep", "--report", os.path.join(tmp, "sweep.json"), "--sweep.iters=50",
                  "--sweep.max_bytes=16777216"], beats, "sweep: 3 ranks")
             self.assert_stopped_rank_named(code, text, abort, ("start", "sweep"))
+            # Stopped between collectives, it never entered the next one; stopped inside one, the
+            # ranks it holds back are still in it too; inside the one every rank entered, no rank
+            # is behind on the sequence and the record is absent (the liveness names it).
+            if "first_unentered" in abort:
+                u = abort["first_unentered"]
+                self.assertEqual(u["comm"], "world", abort)
+                self.assertEqual(u["op"], "allreduce", abort)
+                self.assertIn(STOPPED, u["ranks"] + u["inside_previous"], abort)
 
     def test_a_rank_stopped_in_the_pairwise_pass_of_accept_is_named(self):
         with tempfile.TemporaryDirectory(prefix="trainproof-stage-watch-") as tmp:
@@ -99,9 +110,46 @@ class StageWatchdog(unittest.TestCase):
                  f"--test.split_hosts={RANKS}", "--sweep.pair_iters=40"],
                 beats, "accept: stage pairwise")
             self.assert_stopped_rank_named(code, text, abort, ("start", "pairwise"))
+            # Its peer waits in a transfer the stopped rank never entered, unless both were inside
+            # the same one when it stopped.
+            if "first_unentered" in abort:
+                u = abort["first_unentered"]
+                self.assertEqual((u["comm"], u["op"], u["ranks"]), ("world/p2p", "sendrecv",
+                                                                   [STOPPED]), abort)
             # The partial report written as the stage started stays, naming the stage.
             with open(os.path.join(tmp, "accept.partial.json")) as f:
                 self.assertIn("pairwise", json.dumps(json.load(f)))
+
+
+class HeldCollective(unittest.TestCase):
+    """One rank of four, on two pretend nodes, is held back (alive) before the sweep's collective
+    7: every rank is alive and at the same row, so only the sequence numbers can say who the job
+    waits for (docs/drills.md, "Which collective a hang is in")."""
+
+    def test_the_collective_a_held_rank_never_entered_is_named(self):
+        with tempfile.TemporaryDirectory(prefix="trainproof-hold-") as tmp:
+            beats = os.path.join(tmp, "beats")
+            proc = subprocess.run(
+                [MPIEXEC, "-np", "4", "--oversubscribe", BIN, "sweep",
+                 "--report", os.path.join(tmp, "sweep.json"), "--sweep.min_bytes=1024",
+                 "--sweep.max_bytes=65536", "--sweep.iters=3", "--sweep.warmup=1",
+                 "--test.split_hosts=2", "--test.hold_collective=3:7",
+                 "--watchdog.timeout_s=1", f"--watchdog.dir={beats}"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+            self.assertEqual(proc.returncode, 3, proc.stdout)
+            with open(os.path.join(beats, "abort.json")) as f:
+                abort = json.load(f)
+        u = abort["first_unentered"]
+        self.assertEqual(u["comm"], "world", abort)
+        self.assertEqual(u["seq"], 7, abort)
+        self.assertEqual(u["op"], "allreduce", abort)
+        self.assertEqual(u["bytes"], 1024, abort)
+        self.assertEqual(u["ranks"], [3], abort)
+        self.assertEqual(u["hosts"], [SECOND_NODE], abort)
+        self.assertEqual(u["entered_by"], 3, abort)
+        self.assertEqual(abort["missing"], [], abort)  # every rank alive and at the same row
+        self.assertIn("world seq 7 (allreduce, 1024 B) was not entered by rank 3 on " +
+                      SECOND_NODE, proc.stdout)
 
 
 if __name__ == "__main__":
