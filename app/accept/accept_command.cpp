@@ -136,7 +136,9 @@ AcceptBurnSettings burn_settings(const AcceptInputs& in, const NodeRead& node) {
 
 StageAttempt run_preflight(const AcceptInputs& in, const World& world, AcceptRun& run) {
   StageWatch watch(in.train, report_file(in), world, "preflight");
-  PreflightStage p = preflight_stage(in.train, world, in.inv.inventory, in.inv.inventory_file);
+  PreflightStage p =
+      preflight_stage(in.train, world, in.inv.inventory, in.inv.inventory_file,
+                      open_files_needed(in.accept.stages, in.sweep.plan.ops, world.size));
   watch.end();
   run.preflight_nodes = p.nodes;
   run.node_before = std::move(p.read);

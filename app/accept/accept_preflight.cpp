@@ -105,8 +105,11 @@ json folder_probe_check(const std::vector<std::string>& roles,
 }
 
 PreflightStage preflight_stage(const TrainConfig& config, const World& world,
-                               const InventorySpec& inventory, const std::string& host_file) {
+                               const InventorySpec& inventory, const std::string& host_file,
+                               const OpenFileNeed& open_files) {
   NodeRead read = read_this_node(config.test, world, false);
+  // Before the backends: MPI and NCCL open their connections with the limit raised.
+  const json files = open_files_stage(open_files, world);
   const std::vector<NodeInventory> inventories =
       gather_records_at_root(world, node_inventory(inventory, read));
   HealthStage gpus = gpu_health_stage(read, world);
@@ -149,7 +152,7 @@ PreflightStage preflight_stage(const TrainConfig& config, const World& world,
   InventoryStage judged = judge_node_inventories(inventories, !inventory.empty(), host_file);
   stage.inventory_findings = std::move(judged.findings);
   for (auto& found : gpus.findings) stage.inventory_findings.push_back(std::move(found));
-  stage.checks = json::array({judged.check, gpus.check,
+  stage.checks = json::array({judged.check, gpus.check, files,
                               topology_check(topology.judgement.reasons, topology.measured),
                               folder_probe_check(roles, by_rank, world.host_of_rank)});
   stage.section = {{"topology_reasons", topology.judgement.reasons}, {"folders", folders}};

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/accept/accept_health.h"
+#include "app/accept/accept_open_files.h"
 #include "mpi/world.h"
 #include "node/inventory_spec.h"
 #include "train/train_config.h"
@@ -15,16 +16,18 @@ namespace tp {
 
 struct PreflightStage {
   nlohmann::json section;  // rank 0: the report's `preflight` section
-  nlohmann::json checks;   // rank 0: inventory, gpu_health, topology, folder_probe
+  nlohmann::json checks;   // rank 0: inventory, gpu_health, open_files, topology, folder_probe
   nlohmann::json nodes;    // rank 0: the topology preflight's nodes, for the context
   // rank 0: each node's inventory findings, then its GPUs' (host, nodes[].findings[] entry)
   std::vector<std::pair<std::string, nlohmann::json>> inventory_findings;
   NodeRead read;  // every rank: its node's machine and driver, for the read after the load
 };
 
-// `inventory` is the host file's [inventory] (`host_file`), judged on every node's first rank.
+// `inventory` is the host file's [inventory] (`host_file`), judged on every node's first rank;
+// `open_files`, what the selected stages need of every rank's open-file limit.
 PreflightStage preflight_stage(const TrainConfig& config, const World& world,
-                               const InventorySpec& inventory, const std::string& host_file);
+                               const InventorySpec& inventory, const std::string& host_file,
+                               const OpenFileNeed& open_files);
 
 // One rank's probe of one folder.
 struct FolderProbe {

@@ -3,6 +3,7 @@ starts (docs/acceptance.md, "Checked before the first stage"): each bad input be
 used to meet only at its stage (after the preflight, the sweep and the pairwise pass), is exit 2
 before the line that starts the first stage, with no report and no checkpoint folder made."""
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -95,6 +96,38 @@ class CheckedBeforeTheFirstStage(unittest.TestCase):
     def test_a_16_bit_sweep_over_mpi(self):
         self.assert_refused("sweep.dtype=bfloat16 with comm.backend=mpi", "--sweep.dtype=bf16",
                             "--comm.backend=mpi")
+
+
+class OpenFiles(unittest.TestCase):
+    """The preflight's open_files check (docs/acceptance.md, "Open files"): a hard limit below what
+    the pairwise pass needs at this world size fails it, naming the need and every host; a soft
+    limit below it is raised to it and the run passes the check."""
+
+    def run_under(self, nofile):
+        with tempfile.TemporaryDirectory(prefix="trainproof-open-files-") as tmp:
+            report = os.path.join(tmp, "accept.json")
+            cmd = ["prlimit", f"--nofile={nofile}", *accept_command(
+                report, os.path.join(tmp, "ckpt"), "--accept.stages=preflight,pairwise",
+                "--test.split_hosts=3", ranks=3)]
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            with open(report) as f:
+                checks = json.load(f)["gate"]["checks"]
+        return run, next(c for c in checks if c["name"] == "open_files")
+
+    def test_a_hard_limit_below_the_need_fails_naming_it(self):
+        # 256 + 2 per peer at 3 ranks: 260.
+        run, check = self.run_under("258:258")
+        self.assertEqual(check["status"], "fail", check)
+        self.assertEqual((check["value"], check["threshold"]), (258, 260), check)
+        self.assertIn("below the 260 open files (the pairwise pass at 3 ranks)", check["reason"])
+        for node in range(3):
+            self.assertIn(f"-vnode{node} (soft 258, hard 258)", check["reason"])
+        self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
+
+    def test_a_soft_limit_below_the_need_is_raised(self):
+        run, check = self.run_under("258:4096")
+        self.assertEqual(check["status"], "pass", check)
+        self.assertIn("raised on 3 rank(s)", check["reason"])
 
 
 if __name__ == "__main__":
