@@ -72,7 +72,7 @@ void finish(MPI_Comm comm, PairBuffers& b, const Role& role, int me, int trial, 
 std::vector<TrialTransfer> measure_trials(Collective& c, MPI_Comm comm,
                                           const std::vector<PairTrial>& trials,
                                           const PairPlan& plan,
-                                          const std::function<void(size_t, size_t)>& on_trial) {
+                                          const std::function<bool(size_t, size_t)>& on_trial) {
   int me = 0;
   MPI_Comm_rank(comm, &me);
   uint64_t largest = 4;
@@ -98,7 +98,7 @@ std::vector<TrialTransfer> measure_trials(Collective& c, MPI_Comm comm,
         if (last) finish(comm, b, *role, me, int(i), role == &control, trial.mode, received);
       }
     quiet_barrier(comm);
-    if (on_trial) on_trial(i + 1, trials.size());
+    if (on_trial && !on_trial(i + 1, trials.size())) break;
   }
   return received;
 }

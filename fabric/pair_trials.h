@@ -33,9 +33,10 @@ struct TrialTransfer {
 
 // Runs every trial on every rank of `comm`, each pair's transfers `plan.iters` times after
 // `plan.warmup` untimed ones, and returns what this rank received. `on_trial(done, trials)` is
-// called after each trial, on every rank.
+// called after each trial, on every rank, and ends the trials where it returns false (it must
+// answer the same on every rank).
 std::vector<TrialTransfer> measure_trials(
     Collective& collective, MPI_Comm comm, const std::vector<PairTrial>& trials,
-    const PairPlan& plan, const std::function<void(size_t, size_t)>& on_trial = nullptr);
+    const PairPlan& plan, const std::function<bool(size_t, size_t)>& on_trial = nullptr);
 
 }  // namespace tp

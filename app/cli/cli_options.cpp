@@ -98,9 +98,8 @@ po::options_description comm_options() {
        "true: each bucket's reduction starts as its layers finish and overlaps the remaining "
        "backward; false: every bucket starts after the backward, and the step waits once")
       ("comm.ranks_per_root", po::value<int>()->default_value(128),
-       "NCCL set-up: one root (an ncclUniqueId served by its own rank) per this many ranks, "
-       "through ncclCommInitRankScalable (NCCL 2.23 and later; an older NCCL sets up from one "
-       "root, and the report says so). 1 to 1048576");
+       "NCCL set-up: one root (ncclUniqueId) per this many ranks via ncclCommInitRankScalable "
+       "(NCCL 2.23+; older: one root, as the report says)");
   // clang-format on
   return group;
 }
@@ -163,9 +162,8 @@ po::options_description watchdog_options() {
        "folder all ranks can read and write for the heartbeats (one file per node) and "
        "abort.json; empty: trainproof-heartbeats/ beside the report")
       ("watchdog.abort_grace_s", po::value<double>()->default_value(30.0),
-       "how long an ncclCommAbort may take, when a wait times out or the watchdog fires, before "
-       "the rank gives up on it and exits with 3 (abort.json is written first): an abort can "
-       "itself hang. 0.1 to 3600")
+       "how long an ncclCommAbort may take (it can hang) before the rank exits with 3, abort.json "
+       "written first")
       ("watchdog.publish_s", po::value<double>()->default_value(1.0),
        "each rank beats into its node's memory; a node's heartbeat file in watchdog.dir is "
        "rewritten, with all its ranks, at most this often (more often only where the watchdog's "
@@ -306,6 +304,11 @@ po::options_description sweep_options() {
        "pairwise: rail (every local rank measures its own rail, local rank k of node a with local "
        "rank k of node b: every NIC of a node with one NIC per GPU) or node (the lowest rank of "
        "each node only)")
+      ("sweep.confirm_max", po::value<int64_t>()->default_value(64),
+       "pairwise: the most trials of suspects, first and second, worst first; the rest are "
+       "reported unconfirmed (WARN)")
+      ("sweep.confirm_share", po::value<double>()->default_value(2.0),
+       "pairwise: the trials stop after this share of the first pass's time; 0: no trial")
       ("sweep.flag_fraction", po::value<double>()->default_value(0.8),
        "pairwise: a suspect confirmed below this fraction of its control, by more than the "
        "measured noise, is flagged (WARN)")

@@ -65,6 +65,8 @@ SweepConfig sweep_config_from(const po::variables_map& vm) {
   c.pair_bytes = uint64_t(bounded<int64_t>(vm, "sweep.pair_bytes", 4, kMaxSweepBytes, "bytes"));
   c.pair_iters = int(bounded<int64_t>(vm, "sweep.pair_iters", 1, 1000000, "transfers"));
   c.pair_ranks = one_of(vm, "sweep.pair_ranks", {"rail", "node"});
+  c.confirm_max = int(bounded<int64_t>(vm, "sweep.confirm_max", 0, 1000000, "trials"));
+  c.confirm_share = in_range(vm, "sweep.confirm_share", 0.0, 1000.0, false);
   c.slow_pair_rank = vm.count("test.slow_pair_rank") ? vm["test.slow_pair_rank"].as<int>() : -1;
   if (c.slow_pair_rank >= 0) c.slow_pair_gbps = in_range(vm, "test.slow_pair_gbps", 0.0, 1e6, true);
   c.flag_fraction = in_range(vm, "sweep.flag_fraction", 0.0, 1.0, true);

@@ -71,7 +71,6 @@ void add_wrong(PairwiseRecord& record, const TrialTransfer& t) {
 struct Planner {
   PairwiseRecord& record;
   uint64_t floor_bytes;
-  std::vector<PairTrial> trials;
 
   void add(PairwiseRail& rail, PairConfirmation c) {
     // A quarter of sweep.pair_bytes: twice the transfers of the first pass, alternated with as
@@ -81,7 +80,6 @@ struct Planner {
     c.bytes = suspect_bytes(c, share, floor_bytes);
     c.control_bytes = c.control_from >= 0 ? share : 0;
     c.transfers = record.confirm_iters;
-    trials.push_back(trial_of(rail, c));
     rail.confirmations.push_back(std::move(c));
   }
 
@@ -161,10 +159,44 @@ bool unreliable(double gbps, double control_gbps, double noise, const PairLines&
          gbps / control_gbps < lines.flag_fraction;
 }
 
+struct Located {
+  PairwiseRail* rail;
+  PairConfirmation* confirmation;
+};
+
+std::vector<Located> every_confirmation(PairwiseRecord& record) {
+  std::vector<Located> all;
+  for (PairwiseRail& rail : record.rails)
+    for (PairConfirmation& c : rail.confirmations) all.push_back({&rail, &c});
+  return all;
+}
+
+double first_ratio(const PairConfirmation& c) {
+  return c.first_reference_gbps > 0 ? c.first_gbps / c.first_reference_gbps : 1.0;
+}
+
+// The confirmation whose trial (or second trial, `again`) is `index`; nullptr for none.
+std::vector<PairConfirmation*> by_trial(PairwiseRecord& record, bool again) {
+  std::vector<PairConfirmation*> index;
+  for (const Located& l : every_confirmation(record)) {
+    const int t = again ? l.confirmation->again_trial : l.confirmation->trial;
+    if (t < 0) continue;
+    if (size_t(t) >= index.size()) index.resize(size_t(t) + 1, nullptr);
+    index[size_t(t)] = l.confirmation;
+  }
+  return index;
+}
+
 }  // namespace
 
-std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor_bytes) {
-  Planner planner{record, floor_bytes, {}};
+size_t trials_left(const PairwiseRecord& record, size_t already) {
+  const size_t most = record.confirm_share > 0 ? size_t(std::max(0, record.confirm_max)) : 0;
+  return most > already ? most - already : 0;
+}
+
+std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor_bytes,
+                                          size_t max_trials) {
+  Planner planner{record, floor_bytes};
   for (PairwiseRail& rail : record.rails) {
     const std::vector<bool> suspected = suspected_nodes(rail);
     rail.spread_one_way = spread_of(rail.one_way, suspected);
@@ -190,17 +222,34 @@ std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor
                      suspected);
       }
   }
-  return planner.trials;
+  // The worst suspects first, so a cap leaves the mildest unconfirmed.
+  std::vector<Located> order = every_confirmation(record);
+  std::stable_sort(order.begin(), order.end(), [](const Located& a, const Located& b) {
+    return first_ratio(*a.confirmation) < first_ratio(*b.confirmation);
+  });
+  std::vector<PairTrial> trials;
+  for (const Located& l : order) {
+    if (trials.size() >= max_trials) {
+      l.confirmation->capped = true;
+      continue;
+    }
+    l.confirmation->trial = int(trials.size());
+    trials.push_back(trial_of(*l.rail, *l.confirmation));
+  }
+  return trials;
 }
 
 void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,
-                          const PairLines& lines) {
+                          const PairLines& lines, size_t trials_run) {
   record.lines = lines;
-  std::vector<PairConfirmation*> in_order;
-  for (PairwiseRail& rail : record.rails)
-    for (PairConfirmation& c : rail.confirmations) in_order.push_back(&c);
+  const std::vector<PairConfirmation*> in_order = by_trial(record, false);
+  // Trials the time cap ended before they ran leave their suspects unconfirmed.
+  for (size_t i = trials_run; i < in_order.size(); ++i)
+    if (in_order[i]) in_order[i]->capped = true, in_order[i]->trial = -1;
   for (const TrialTransfer& t : measured) {
-    if (t.trial < 0 || size_t(t.trial) >= in_order.size()) continue;
+    if (t.trial < 0 || size_t(t.trial) >= in_order.size() || !in_order[size_t(t.trial)] ||
+        size_t(t.trial) >= trials_run)
+      continue;
     PairConfirmation& c = *in_order[size_t(t.trial)];
     const double relative = t.transfer.seconds > 0 ? t.mad_seconds / t.transfer.seconds : 0.0;
     (t.control ? c.control_gbps : c.gbps) = t.transfer.gbps();
@@ -209,6 +258,7 @@ void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfe
   }
   for (PairwiseRail& rail : record.rails)
     for (PairConfirmation& c : rail.confirmations) {
+      if (c.capped) continue;  // never measured again: no outcome of its own
       const PairSpread& healthy =
           c.mode == PairMode::one_way ? rail.spread_one_way : rail.spread_both_ways;
       c.noise = std::max(healthy.relative(), median_error(c));
@@ -219,23 +269,48 @@ void record_confirmations(PairwiseRecord& record, const std::vector<TrialTransfe
     }
 }
 
-std::vector<PairTrial> plan_second_trials(const PairwiseRecord& record) {
+std::vector<PairTrial> plan_second_trials(PairwiseRecord& record, size_t max_trials) {
+  std::vector<Located> order;
+  for (const Located& l : every_confirmation(record))
+    if (second_trial_needed(*l.confirmation)) order.push_back(l);
+  // Failures first, then the lowest against its control: a cap leaves the mildest flags standing
+  // on one trial.
+  std::stable_sort(order.begin(), order.end(), [](const Located& a, const Located& b) {
+    const bool a_fails = a.confirmation->outcome == Confirmed::failed;
+    const bool b_fails = b.confirmation->outcome == Confirmed::failed;
+    if (a_fails != b_fails) return a_fails;
+    return a.confirmation->gbps / a.confirmation->control_gbps <
+           b.confirmation->gbps / b.confirmation->control_gbps;
+  });
   std::vector<PairTrial> trials;
-  for (const PairwiseRail& rail : record.rails)
-    for (const PairConfirmation& c : rail.confirmations)
-      if (second_trial_needed(c)) trials.push_back(trial_of(rail, c));
+  for (const Located& l : order) {
+    if (trials.size() >= max_trials) {
+      l.confirmation->again_capped = true;
+      continue;
+    }
+    l.confirmation->again_trial = int(trials.size());
+    trials.push_back(trial_of(*l.rail, *l.confirmation));
+  }
   return trials;
 }
 
 void record_second_trials(PairwiseRecord& record, const std::vector<TrialTransfer>& measured,
-                          const PairLines& lines) {
+                          const PairLines& lines, size_t trials_run) {
   std::vector<std::pair<const PairwiseRail*, PairConfirmation*>> in_order;
-  for (PairwiseRail& rail : record.rails)
-    for (PairConfirmation& c : rail.confirmations)
-      if (second_trial_needed(c)) in_order.push_back({&rail, &c});
+  for (const Located& l : every_confirmation(record)) {
+    const int t = l.confirmation->again_trial;
+    if (t < 0) continue;
+    if (size_t(t) >= in_order.size()) in_order.resize(size_t(t) + 1, {nullptr, nullptr});
+    in_order[size_t(t)] = {l.rail, l.confirmation};
+  }
+  // Second trials the time cap ended before they ran: their first trial decides alone.
+  for (size_t i = trials_run; i < in_order.size(); ++i)
+    if (in_order[i].second) in_order[i].second->again_capped = true;
+  in_order.resize(std::min(in_order.size(), trials_run));
   std::vector<double> control_spread(in_order.size(), 0.0), spread(in_order.size(), 0.0);
   for (const TrialTransfer& t : measured) {
-    if (t.trial < 0 || size_t(t.trial) >= in_order.size()) continue;
+    if (t.trial < 0 || size_t(t.trial) >= in_order.size() || !in_order[size_t(t.trial)].second)
+      continue;
     PairConfirmation& c = *in_order[size_t(t.trial)].second;
     const double relative = t.transfer.seconds > 0 ? t.mad_seconds / t.transfer.seconds : 0.0;
     (t.control ? c.again_control_gbps : c.again_gbps) = t.transfer.gbps();
@@ -244,6 +319,7 @@ void record_second_trials(PairwiseRecord& record, const std::vector<TrialTransfe
   }
   for (size_t i = 0; i < in_order.size(); ++i) {
     const auto& [rail, c] = in_order[i];
+    if (!c) continue;
     PairConfirmation second = *c;
     second.spread = spread[i];
     second.control_spread = control_spread[i];

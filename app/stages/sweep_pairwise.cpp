@@ -217,21 +217,36 @@ void judge_first_pass(PairwiseRecord& record, const SweepConfig& cfg,
   }
 }
 
-// `trials` measured one after another on every rank, gathered at rank 0.
+struct TrialsRun {
+  std::vector<TrialTransfer> transfers;  // rank 0: every receiver's
+  size_t run = 0;                        // trials that ran before the time cap ended them
+};
+
+// `trials` measured one after another on every rank, gathered at rank 0, until rank 0 finds
+// `until_s` (steady_seconds) passed: the time cap (sweep.confirm_share), agreed after each trial.
 // `beats`: the pass's progress so far, for the watchdog; advanced by one per trial.
-std::vector<TrialTransfer> run_trials(const std::string& plan_text, const World& world,
-                                      Collective& collective, PairPlan plan, int iters,
-                                      int64_t& beats) {
+TrialsRun run_trials(const std::string& plan_text, const World& world, Collective& collective,
+                     PairPlan plan, int iters, double until_s, int64_t& beats) {
   const std::vector<PairTrial> trials = trials_from(broadcast_from_root(world, plan_text));
   if (trials.empty()) return {};
   if (world.rank == 0)
     spdlog::info("pairwise: {} suspect(s) measured again, each beside a control", trials.size());
   plan.iters = iters;
-  return gather_trials(
-      world, measure_trials(collective, world.comm, trials, plan, [&world, &beats](size_t, size_t) {
-        stage_beat(++beats);
-        stop_point(world.comm);
-      }));
+  TrialsRun out;
+  const auto on_trial = [&](size_t done, size_t) {
+    stage_beat(++beats);
+    stop_point(world.comm);
+    out.run = done;
+    int go_on = world.rank == 0 ? int(steady_seconds() < until_s) : 0;
+    mpiCheck(MPI_Bcast(&go_on, 1, MPI_INT, 0, world.comm));
+    if (!go_on && done < trials.size() && world.rank == 0)
+      spdlog::warn("pairwise: sweep.confirm_share's time is spent: {} of {} trial(s) ran", done,
+                   trials.size());
+    return go_on != 0;
+  };
+  out.transfers =
+      gather_trials(world, measure_trials(collective, world.comm, trials, plan, on_trial));
+  return out;
 }
 
 std::string trials_text(const std::vector<PairTrial>& trials) {
@@ -242,19 +257,29 @@ std::string trials_text(const std::vector<PairTrial>& trials) {
 
 // Every suspect measured again beside its control, one trial at a time,
 // and every flag or fail a second time (docs/sweep.md, "Confirming a flag").
+// Both bounded: at most sweep.confirm_max trials in all, within sweep.confirm_share of the first
+// pass's time; the suspects left over are named in the report as unconfirmed.
 void confirm_suspects(PairwiseRecord& record, const SweepConfig& cfg, const World& world,
                       Collective& collective, const PairPlan& plan, size_t rounds) {
+  const double until_s = steady_seconds() + cfg.confirm_share * record.first_pass_seconds;
   std::string text;
-  if (world.rank == 0) text = trials_text(plan_confirmations(record, plan.floor_bytes));
+  if (world.rank == 0)
+    text = trials_text(plan_confirmations(record, plan.floor_bytes, trials_left(record, 0)));
   int64_t beats = int64_t(rounds);
-  const auto first = run_trials(text, world, collective, plan, record.confirm_iters, beats);
+  const TrialsRun first =
+      run_trials(text, world, collective, plan, record.confirm_iters, until_s, beats);
   const PairLines lines{cfg.flag_fraction, cfg.fail_fraction, cfg.fail_floor};
+  // Once the time is spent no second trial is planned: each trial agrees on going on only after
+  // it ran.
+  const bool time_left =
+      broadcast_from_root(world, std::string(steady_seconds() < until_s ? "1" : "0")) == "1";
   if (world.rank == 0) {
-    record_confirmations(record, first, lines);
-    text = trials_text(plan_second_trials(record));
+    record_confirmations(record, first.transfers, lines, first.run);
+    text = trials_text(plan_second_trials(record, time_left ? trials_left(record, first.run) : 0));
   }
-  const auto second = run_trials(text, world, collective, plan, record.confirm_iters, beats);
-  if (world.rank == 0) record_second_trials(record, second, lines);
+  const TrialsRun second =
+      run_trials(text, world, collective, plan, record.confirm_iters, until_s, beats);
+  if (world.rank == 0) record_second_trials(record, second.transfers, lines, second.run);
 }
 
 }  // namespace
@@ -269,6 +294,8 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
   record.pair_iters = cfg.pair_iters;
   record.confirm_iters = 2 * cfg.pair_iters;
   record.min_pair_gbps = cfg.confirm_below_gbps;
+  record.confirm_max = cfg.confirm_max;
+  record.confirm_share = cfg.confirm_share;
   record.rails = rails_of(world, cfg.pair_ranks);
   const std::vector<std::string> nics_in_use =
       name_nics(record.rails, world, collective, sysfs_root, gpu_numa_node);
@@ -303,6 +330,7 @@ PairwiseRecord run_pairwise(const SweepConfig& cfg, const World& world, Collecti
                                                             progress, read_links_while_loaded));
   if (world.rank == 0) judge_first_pass(record, cfg, first);
   const double confirming = steady_seconds();
+  record.first_pass_seconds = confirming - started;
   confirm_suspects(record, cfg, world, collective, plan, rounds.size());
   record.confirm_seconds = steady_seconds() - confirming;
   record.seconds = steady_seconds() - started;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "app/report/gate.h"
+#include "common/number_text.h"
 
 namespace tp {
 namespace {
@@ -60,6 +61,17 @@ std::string measured_again(const PairwiseRail& rail, const PairConfirmation& c) 
   return text;
 }
 
+std::string caps_text(const PairwiseRecord& record) {
+  return "sweep.confirm_max=" + std::to_string(record.confirm_max) +
+         " trials, sweep.confirm_share=" + readable_number(record.confirm_share) +
+         " of the first pass's " + readable_number(record.first_pass_seconds) + " s";
+}
+
+// A suspect with an outcome of its own: measured again, or judged by gate.min_pair_gbps.
+bool unflagged_suspect(const PairConfirmation& c) {
+  return c.kind != "pair" && !c.capped && (c.outcome == Confirmed::transient || c.gbps < 0);
+}
+
 std::string first_pass(const PairConfirmation& c) {
   const std::string of = c.kind == "node" ? "the fabric median" : "the median of the other pairs";
   return "first pass " + rate_text(c.first_gbps) + ", " +
@@ -89,6 +101,14 @@ std::string flag_reason(const PairwiseRecord& record, const PairwiseRail& rail,
             " of its control) whatever the noise";
   if (c.kind == "link") text += "; both nodes are otherwise fine";
   return text + " (" + mode_text(c.mode) + ")";
+}
+
+// A suspect the caps left unconfirmed: its first-pass figures, and which cap.
+std::string capped_text(const PairwiseRecord& record, const PairwiseRail& rail,
+                        const PairConfirmation& c) {
+  return "pairwise: " + suspect_name(record, rail, c) + " (" + mode_text(c.mode) +
+         "): " + first_pass(c) + "; not measured again: the trials' cap was spent (" +
+         caps_text(record) + "), so it is neither confirmed nor cleared";
 }
 
 std::string transient_text(const PairwiseRecord& record, const PairwiseRail& rail,
@@ -181,7 +201,18 @@ json confirmation_json(const PairwiseRail& rail, const PairConfirmation& c) {
       {"again_control_gbps", c.again_control_gbps < 0 ? json(nullptr) : json(c.again_control_gbps)},
       {"again_noise", c.again_gbps < 0 ? json(nullptr) : json(c.again_noise)},
       {"unreliable", c.unreliable},
+      // Left unmeasured by sweep.confirm_max or sweep.confirm_share: no confirmation at all, or no
+      // second trial (the first decided alone).
+      {"capped", c.capped},
+      {"again_capped", c.again_capped},
       {"outcome", c.kind == "pair" ? "judged by gate.min_pair_gbps" : confirmed_name(c.outcome)}};
+}
+
+int unconfirmed_count(const PairwiseRecord& record) {
+  int count = 0;
+  for (const PairwiseRail& rail : record.rails)
+    for (const PairConfirmation& c : rail.confirmations) count += c.capped ? 1 : 0;
+  return count;
 }
 
 // The transfers that moved fewer bytes than sweep.pair_bytes, bounded by time.
@@ -230,11 +261,13 @@ json noise_check(const PairwiseRecord& record) {
 json pairwise_json(const PairwiseRecord& record) {
   json rails = json::array();
   for (const PairwiseRail& rail : record.rails) {
-    json confirmations = json::array(), links = json::array(), transient = json::array();
+    json confirmations = json::array(), links = json::array(), transient = json::array(),
+         unconfirmed = json::array();
     for (const PairConfirmation& c : rail.confirmations) {
       confirmations.push_back(confirmation_json(rail, c));
       if (c.kind == "link" && is_flag(c)) links.push_back(flag_reason(record, rail, c));
-      if (c.kind != "pair" && !is_flag(c)) transient.push_back(transient_text(record, rail, c));
+      if (unflagged_suspect(c)) transient.push_back(transient_text(record, rail, c));
+      if (c.capped) unconfirmed.push_back(capped_text(record, rail, c));
     }
     rails.push_back({{"rail", rail.rail},
                      {"hosts", rail.hosts},
@@ -249,6 +282,7 @@ json pairwise_json(const PairwiseRecord& record) {
                      {"confirmations", confirmations},
                      {"bad_links", links},
                      {"transient", transient},
+                     {"unconfirmed", unconfirmed},
                      {"note", rail.judged_one_way.note}});
   }
   return {{"pair_bytes", record.pair_bytes},
@@ -259,6 +293,10 @@ json pairwise_json(const PairwiseRecord& record) {
             {"fail_floor", record.lines.fail_floor},
             {"noise_bound", record.lines.noise_bound()}}},
           {"confirm_iters", record.confirm_iters},
+          {"confirm_max", record.confirm_max},
+          {"confirm_share", record.confirm_share},
+          {"first_pass_seconds", record.first_pass_seconds},
+          {"unconfirmed", unconfirmed_count(record)},
           {"seconds", record.seconds},
           {"confirm_seconds", record.confirm_seconds},
           {"rails", rails},
@@ -270,7 +308,10 @@ std::vector<std::string> pairwise_warnings(const PairwiseRecord& record) {
   std::vector<std::string> notes;
   for (const PairwiseRail& rail : record.rails)
     for (const PairConfirmation& c : rail.confirmations)
-      if (c.kind != "pair" && !is_flag(c)) notes.push_back(transient_text(record, rail, c));
+      if (unflagged_suspect(c)) notes.push_back(transient_text(record, rail, c));
+  for (const PairwiseRail& rail : record.rails)
+    for (const PairConfirmation& c : rail.confirmations)
+      if (c.capped) notes.push_back(capped_text(record, rail, c));
   for (const PairwiseRail& rail : record.rails)
     for (const PairConfirmation& c : rail.confirmations)
       if (c.unreliable) notes.push_back("pairwise: " + unreliable_text(record, rail, c));
@@ -334,16 +375,22 @@ json pairwise_checks(const PairwiseRecord& record) {
     if (note.empty()) note = rail.judged_one_way.note;
   if (!measured) note = none;
   const std::string lead = flags.empty() ? "; the first: " : "; the worst: ";
-  const std::string reason = count > 0      ? std::to_string(count) + " flag(s)" + lead + first
-                             : note.empty() ? "no node or link confirmed below sweep.flag_fraction"
-                                            : note;
+  std::string reason = count > 0      ? std::to_string(count) + " flag(s)" + lead + first
+                       : note.empty() ? "no node or link confirmed below sweep.flag_fraction"
+                                      : note;
+  // A suspect the caps left unmeasured is neither a flag nor cleared: the check cannot pass.
+  const int unconfirmed = unconfirmed_count(record);
+  if (unconfirmed > 0)
+    reason += "; " + std::to_string(unconfirmed) +
+              " suspect(s) not measured again, the trials' cap spent (" + caps_text(record) +
+              "): pairwise.rails[].unconfirmed";
   // Under 3 nodes there is no majority to judge a node against: the check judged nothing.
   const bool judged = count > 0 || note.empty();
   checks.push_back(gate_check("pairwise_flags", count, 0,
-                              fail     ? "fail"
-                              : count  ? "warn"
-                              : judged ? "pass"
-                                       : "n/a",
+                              fail                   ? "fail"
+                              : count || unconfirmed ? "warn"
+                              : judged               ? "pass"
+                                                     : "n/a",
                               reason));
   checks.push_back(noise_check(record));
   return checks;

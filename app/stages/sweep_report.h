@@ -45,6 +45,12 @@ struct PairConfirmation {
   // A trial below flag_fraction of its control whose noise was above PairLines::noise_bound(): the
   // measurement too unreliable for the noise rule to judge it (its own finding, pairwise_noise).
   bool unreliable = false;
+  // The trial's place in the list measured (the worst suspects first); -1 when it had none.
+  int trial = -1, again_trial = -1;
+  // Not measured again because sweep.confirm_max or sweep.confirm_share ran out: `capped`, no
+  // confirmation at all (an unconfirmed suspect); `again_capped`, no second trial (the first
+  // decides alone).
+  bool capped = false, again_capped = false;
 };
 
 // The pairwise pass over one rail: local rank `rail` of every node that has one (pair_ranks=node
@@ -65,11 +71,14 @@ struct PairwiseRail {
 struct PairwiseRecord {
   uint64_t pair_bytes = 0;
   int pair_iters = 0;
-  int confirm_iters = 0;       // transfers of a suspect, and as many of its control
-  double min_pair_gbps = 0;    // a one-way pair below it is measured again (gate.min_pair_gbps)
-  PairLines lines;             // what the confirmations were judged against
-  double seconds = 0;          // the whole pass on rank 0, confirmation included
-  double confirm_seconds = 0;  // of which measuring suspects again
+  int confirm_iters = 0;          // transfers of a suspect, and as many of its control
+  double min_pair_gbps = 0;       // a one-way pair below it is measured again (gate.min_pair_gbps)
+  PairLines lines;                // what the confirmations were judged against
+  double seconds = 0;             // the whole pass on rank 0, confirmation included
+  double confirm_seconds = 0;     // of which measuring suspects again
+  double first_pass_seconds = 0;  // the rounds alone, before any suspect was measured again
+  int confirm_max = 64;           // sweep.confirm_max: trials at most, first and second together
+  double confirm_share = 2.0;     // sweep.confirm_share: of first_pass_seconds, for the trials
   std::vector<PairwiseRail> rails;
   // host -> what the node itself showed during the pass: InfiniBand ports whose error counters
   // grew, PCIe links below their speed while loaded

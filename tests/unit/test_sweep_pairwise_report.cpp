@@ -172,7 +172,8 @@ TEST(PairwiseConfirm, AFlagFarBelowTheLineIsMeasuredASecondTimeToo) {
     EXPECT_DOUBLE_EQ(p.rails[0].confirmations[0].again_gbps, second);
   }
   // A suspect that cleared its first trial is not measured again.
-  EXPECT_TRUE(tp::plan_second_trials(confirmed(0.6, 0.95)).empty());
+  tp::PairwiseRecord transient = confirmed(0.6, 0.95);
+  EXPECT_TRUE(tp::plan_second_trials(transient).empty());
 }
 
 TEST(PairwiseConfirm, TheRuleItself) {
@@ -272,8 +273,9 @@ void judge_wide(int rails, int nodes, tp::PairwiseRecord& p) {
       c.control_from = (i + 2) % nodes, c.control_to = c.to;
       c.first_gbps = 0.03, c.first_reference_gbps = 1.0, c.transfers = 6;
       c.bytes = c.control_bytes = 1 << 20;
-      rail.confirmations.push_back(c);
       const int trial = int(transfers.size() / 2);
+      c.trial = trial;
+      rail.confirmations.push_back(c);
       transfers.push_back(
           {trial, false, {0, 0, tp::PairMode::one_way, 1e-3, 28000, 0, 0}, 1e-5, 6});
       transfers.push_back(
@@ -349,6 +351,86 @@ TEST(PairwiseConfirm, GrownErrorCountersFlagTheirNode) {
   EXPECT_EQ(tp::pairwise_node_findings(p).at("n2").size(), 1u);
   EXPECT_EQ(tp::pairwise_node_findings(p).at("n2")[0].at("status"), "warn");
   EXPECT_EQ(tp::pairwise_checks(p)[1]["status"], "warn");
+}
+
+}  // namespace
+
+namespace {
+
+// The caps on the trials (sweep.confirm_max, sweep.confirm_share): the worst suspects are measured
+// first, and what the caps leave is named as unconfirmed, never passed.
+TEST(PairwiseCaps, ACountCapMeasuresTheWorstSuspectAndNamesTheRestUnconfirmed) {
+  tp::PairwiseRecord p = record(0.004);
+  // n3's send direction at 0.3% of the median, its receive at 0.5%: the send is measured.
+  p.rails[0].one_way[2] = {0.003, 0.003, -1};
+  p.rails[0].judged_one_way = tp::judge_pairs(p.rails[0].one_way, 0.8, 0.5);
+  p.confirm_max = 1;
+  const auto trials = tp::plan_confirmations(p, 1 << 16, tp::trials_left(p, 0));
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].suspect, (tp::RankPair{2, 0})) << "the worst first";
+  tp::record_confirmations(p, measured(trials, 0.004), kLines);
+  const auto& confirmations = p.rails[0].confirmations;
+  ASSERT_EQ(confirmations.size(), 2u);
+  const auto& receive =
+      confirmations[0].direction == "receive" ? confirmations[0] : confirmations[1];
+  EXPECT_TRUE(receive.capped);
+  EXPECT_LT(receive.gbps, 0) << "never measured";
+  const auto json = tp::pairwise_json(p);
+  EXPECT_EQ(json["unconfirmed"], 1);
+  ASSERT_EQ(json["rails"][0]["unconfirmed"].size(), 1u);
+  const std::string text = json["rails"][0]["unconfirmed"][0];
+  EXPECT_NE(text.find("n3: receive direction"), std::string::npos) << text;
+  EXPECT_NE(text.find("not measured again: the trials' cap was spent (sweep.confirm_max=1"),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(json["rails"][0]["transient"].empty()) << "unconfirmed is not transient";
+  // The send direction fails by itself; the receive direction is in the reason, never cleared.
+  const auto checks = tp::pairwise_checks(p);
+  EXPECT_EQ(checks[1]["status"], "fail");
+  EXPECT_NE(checks[1]["reason"].get<std::string>().find("1 suspect(s) not measured again"),
+            std::string::npos);
+}
+
+TEST(PairwiseCaps, AnUnconfirmedSuspectAloneWarnsAndNeverPasses) {
+  tp::PairwiseRecord p = record(0.004);
+  p.confirm_max = 0;
+  EXPECT_TRUE(tp::plan_confirmations(p, 1 << 16, tp::trials_left(p, 0)).empty());
+  tp::record_confirmations(p, {}, kLines, 0);
+  const auto checks = tp::pairwise_checks(p);
+  EXPECT_EQ(checks[1]["status"], "warn") << checks[1];
+  EXPECT_EQ(tp::pairwise_json(p)["unconfirmed"], 2);
+  EXPECT_EQ(tp::pairwise_warnings(p).size(), 2u);
+}
+
+// The time cap ends the trials after the first: the one that did not run is unconfirmed.
+TEST(PairwiseCaps, TrialsTheTimeCapEndedLeaveTheirSuspectsUnconfirmed) {
+  tp::PairwiseRecord p = record(0.004);
+  const auto trials = tp::plan_confirmations(p, 1 << 16, tp::trials_left(p, 0));
+  ASSERT_EQ(trials.size(), 2u);
+  auto first_only = measured(trials, 0.004);
+  first_only.resize(2);  // the suspect and the control of trial 0
+  tp::record_confirmations(p, first_only, kLines, 1);
+  int capped = 0;
+  for (const auto& c : p.rails[0].confirmations) capped += c.capped ? 1 : 0;
+  EXPECT_EQ(capped, 1);
+  EXPECT_EQ(tp::pairwise_json(p)["unconfirmed"], 1);
+}
+
+// Past the cap a flag gets no second trial: its first decides alone, and the report says so.
+TEST(PairwiseCaps, AFlagWithoutItsSecondTrialStandsOnItsFirst) {
+  tp::PairwiseRecord p = confirmed(0.004, 0.004);
+  const auto again = tp::plan_second_trials(p, 1);
+  ASSERT_EQ(again.size(), 1u);
+  tp::record_second_trials(p, measured(again, 0.004), kLines);
+  int again_capped = 0, flagged = 0;
+  for (const auto& c : p.rails[0].confirmations) {
+    again_capped += c.again_capped ? 1 : 0;
+    flagged += c.outcome != tp::Confirmed::transient ? 1 : 0;
+  }
+  EXPECT_EQ(again_capped, 1);
+  EXPECT_EQ(flagged, 2);
+  EXPECT_EQ(tp::pairwise_json(p)["rails"][0]["confirmations"][1]["again_capped"].is_boolean(),
+            true);
 }
 
 }  // namespace
