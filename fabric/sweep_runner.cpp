@@ -167,6 +167,24 @@ uint64_t sweep_host_bytes(uint64_t max_bytes, ElementType type, bool buffers_on_
   return (buffers_on_host ? 2 * max_bytes : 0) + 2 * max_bytes + expected;
 }
 
+uint64_t auto_sweep_max_bytes(int world_size, uint64_t at_least) {
+  constexpr uint64_t kBase = uint64_t(64) << 20, kMost = uint64_t(16) << 30;
+  uint64_t bytes = kBase;
+  for (int ranks = 32; ranks < world_size && bytes < kMost; ranks *= 2) bytes *= 2;
+  return std::min(kMost, std::max(bytes, at_least));
+}
+
+uint64_t fit_sweep_max_bytes(uint64_t max_bytes, uint64_t min_bytes, ElementType type,
+                             bool buffers_on_host, int local_ranks, uint64_t available) {
+  const auto fits = [&](uint64_t bytes) {
+    return double(sweep_host_bytes(bytes, type, buffers_on_host)) * std::max(1, local_ranks) <=
+           0.9 * double(available);
+  };
+  uint64_t bytes = max_bytes;
+  while (!fits(bytes) && bytes / 2 >= std::max<uint64_t>(min_bytes, 1)) bytes /= 2;
+  return fits(bytes) ? bytes : 0;
+}
+
 uint64_t row_count(CollectiveOp op, ElementType type, int ranks, uint64_t bytes) {
   const uint64_t count = bytes / sweep_type_bytes(type);
   const bool divided = op == CollectiveOp::allgather || op == CollectiveOp::reducescatter ||

@@ -64,6 +64,15 @@ std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, double
 // the MPI library's own buffers (docs/sweep.md, "Memory").
 uint64_t sweep_host_bytes(uint64_t max_bytes, ElementType type, bool buffers_on_host);
 
+// sweep.max_bytes=0 (auto, docs/sweep.md "Sizes"): 64 MiB up to 32 ranks, doubled each time the
+// ranks double past that (a ring of thousands of ranks reaches its peak bus bandwidth only at
+// gigabytes), at most 16 GiB, and never below `at_least` (gate.busbw_bytes) within that.
+uint64_t auto_sweep_max_bytes(int world_size, uint64_t at_least);
+// `max_bytes` halved until `local_ranks` ranks' host bytes (sweep_host_bytes) fit in 90% of
+// `available`, never below `min_bytes`; 0 when even that does not fit.
+uint64_t fit_sweep_max_bytes(uint64_t max_bytes, uint64_t min_bytes, ElementType type,
+                             bool buffers_on_host, int local_ranks, uint64_t available);
+
 // The row's element count for `bytes`: whole elements, rounded down to a multiple of the ranks for
 // allgather, reducescatter and alltoall (as nccl-tests does).
 uint64_t row_count(CollectiveOp op, ElementType type, int ranks, uint64_t bytes);

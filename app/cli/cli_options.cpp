@@ -281,9 +281,9 @@ po::options_description sweep_options() {
        "comma list of allreduce, allgather, reducescatter, broadcast, alltoall, sendrecv, or all")
       ("sweep.min_bytes", po::value<int64_t>()->default_value(1024),
        "smallest buffer in bytes (the whole buffer, as nccl-tests counts it)")
-      ("sweep.max_bytes", po::value<int64_t>()->default_value(int64_t(64) << 20),
-       "largest buffer in bytes; each rank holds about 6x this in host memory (4x with "
-       "comm.backend=nccl), checked against the host's available memory before the first row")
+      ("sweep.max_bytes", po::value<int64_t>()->default_value(0),
+       "largest buffer in bytes (a rank holds about 6x this in host memory, 4x on nccl); 0: grows "
+       "with the ranks, 64 MiB to 32 ranks up to 16 GiB, fit to host memory (docs/sweep.md)")
       ("sweep.factor", po::value<double>()->default_value(2.0),
        "each size is the previous one times this (> 1), and at least one element more; at most "
        "128 sizes from min_bytes to max_bytes")
@@ -305,8 +305,7 @@ po::options_description sweep_options() {
        "rank k of node b: every NIC of a node with one NIC per GPU) or node (the lowest rank of "
        "each node only)")
       ("sweep.confirm_max", po::value<int64_t>()->default_value(64),
-       "pairwise: the most trials of suspects, first and second, worst first; the rest are "
-       "reported unconfirmed (WARN)")
+       "pairwise: the most suspect trials, worst first; the rest are reported unconfirmed")
       ("sweep.confirm_share", po::value<double>()->default_value(2.0),
        "pairwise: the trials stop after this share of the first pass's time; 0: no trial")
       ("sweep.flag_fraction", po::value<double>()->default_value(0.8),

@@ -56,7 +56,7 @@ po::options_description gate_options() {
        "sweep: least in-place bus bandwidth (GB/s) of allreduce, allgather and reducescatter, "
        "each at gate.busbw_bytes")
       ("gate.busbw_bytes", po::value<int64_t>()->default_value(int64_t(64) << 20),
-       "the buffer size gate.min_busbw_gbps is judged at (the sweep's nearest row not below it)")
+       "the smallest size gate.min_busbw_gbps must hold at: the best row at or above it counts")
       ("gate.min_pair_gbps", po::value<double>()->default_value(0.0),
        "pairwise: least bandwidth of every pair of nodes, one direction (GB/s); a pair below it "
        "is measured again and fails only below it by more than its measured noise, at any node "

@@ -206,6 +206,12 @@ std::string render_sweep_summary(const json& untrusted, bool with_tables) {
   const json& sweep = report.at("sweep");
   std::string out;
   out += header(ctx, sweep);
+  if (!sweep.contains("pairwise") && sweep.contains("min_bytes") && sweep.contains("max_bytes"))
+    out += printf_text("sizes: %s to %s bytes%s\n", sweep.at("min_bytes").dump().c_str(),
+                       sweep.at("max_bytes").dump().c_str(),
+                       sweep.value("max_bytes_rule", json()).is_string()
+                           ? (" (" + sweep.at("max_bytes_rule").get<std::string>() + ")").c_str()
+                           : "");
   if (sweep.contains("pairwise"))
     out += pairwise_lines(sweep.at("pairwise"));
   else if (with_tables)

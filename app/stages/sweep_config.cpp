@@ -33,7 +33,10 @@ SweepPlan plan_from(const po::variables_map& vm) {
   plan.ops = parse_sweep_ops(vm["sweep.ops"].as<std::string>(), "sweep.ops");
   plan.type = element_type_from(vm);
   plan.min_bytes = uint64_t(bounded<int64_t>(vm, "sweep.min_bytes", 0, kMaxSweepBytes, "bytes"));
-  plan.max_bytes = uint64_t(bounded<int64_t>(vm, "sweep.max_bytes", 1, kMaxSweepBytes, "bytes"));
+  // 0 (auto) is set when the stage knows the world size; until then every check takes the most
+  // it can become.
+  plan.max_bytes = uint64_t(bounded<int64_t>(vm, "sweep.max_bytes", 0, kMaxSweepBytes, "bytes"));
+  if (plan.max_bytes == 0) plan.max_bytes = uint64_t(kMaxSweepBytes);
   if (plan.min_bytes > plan.max_bytes)
     throw UsageError("sweep.min_bytes=" + std::to_string(plan.min_bytes) +
                      " is larger than sweep.max_bytes=" + std::to_string(plan.max_bytes));
@@ -61,6 +64,7 @@ SweepConfig sweep_config_from(const po::variables_map& vm) {
   SweepConfig c;
   c.mode = one_of(vm, "sweep.mode", {"collectives", "pairwise"});
   c.plan = plan_from(vm);
+  c.auto_max_bytes = vm["sweep.max_bytes"].as<int64_t>() == 0;
   c.split = one_of(vm, "sweep.split", {"none", "node", "rail"});
   c.pair_bytes = uint64_t(bounded<int64_t>(vm, "sweep.pair_bytes", 4, kMaxSweepBytes, "bytes"));
   c.pair_iters = int(bounded<int64_t>(vm, "sweep.pair_iters", 1, 1000000, "transfers"));

@@ -145,6 +145,8 @@ json settings_json(const SweepRecord& record) {
           {"dtype", sweep_type_name(c.plan.type)},
           {"min_bytes", c.plan.min_bytes},
           {"max_bytes", c.plan.max_bytes},
+          // How sweep.max_bytes=0 chose max_bytes; null where it was given.
+          {"max_bytes_rule", c.sizes_note.empty() ? json() : json(c.sizes_note)},
           {"factor", c.plan.factor},
           {"iters", c.plan.iters},
           {"warmup", c.plan.warmup},

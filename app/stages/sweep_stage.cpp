@@ -209,6 +209,35 @@ json sweep_context(const Invocation& inv, const TrainConfig& train, const World&
   return build_context(in);
 }
 
+std::optional<uint64_t> host_memory_available(const TrainConfig& train) {
+  return train.test.host_memory_bytes > 0 ? std::optional<uint64_t>(train.test.host_memory_bytes)
+                                          : meminfo_bytes("MemAvailable");
+}
+
+// sweep.max_bytes=0: the largest size for this world (at least gate.busbw_bytes), halved until
+// every host's ranks fit, agreed on the smallest any host allows.
+SweepConfig resolve_sizes(SweepConfig cfg, const TrainConfig& train, const World& world,
+                          const Collective& comm, uint64_t busbw_bytes) {
+  if (!cfg.auto_max_bytes) return cfg;
+  const uint64_t wanted = auto_sweep_max_bytes(world.size, busbw_bytes);
+  const std::optional<uint64_t> available = host_memory_available(train);
+  uint64_t mine = available
+                      ? fit_sweep_max_bytes(wanted, cfg.plan.min_bytes, cfg.plan.type,
+                                            comm.name() != "nccl", world.local_size, *available)
+                      : wanted;
+  if (mine == 0) mine = std::max<uint64_t>(cfg.plan.min_bytes, 1);  // the memory check names it
+  uint64_t agreed = 0;
+  mpiCheck(MPI_Allreduce(&mine, &agreed, 1, MPI_UINT64_T, MPI_MIN, world.comm));
+  cfg.plan.max_bytes = std::max(agreed, cfg.plan.min_bytes);
+  cfg.sizes_note =
+      "sweep.max_bytes=0: " + std::to_string(wanted) + " bytes for " + std::to_string(world.size) +
+      " ranks" + (busbw_bytes > 0 && wanted == busbw_bytes ? " (gate.busbw_bytes)" : "") +
+      (cfg.plan.max_bytes < wanted ? ", halved to " + std::to_string(cfg.plan.max_bytes) +
+                                         " to fit the host memory of every node"
+                                   : std::string());
+  return cfg;
+}
+
 // The largest row must fit in this host's memory with every rank of the host holding its own, as
 // train checks its model (90% of MemAvailable usable); found before the first row.
 void check_sweep_memory(const SweepConfig& cfg, const TrainConfig& train, const World& world,
@@ -216,9 +245,7 @@ void check_sweep_memory(const SweepConfig& cfg, const TrainConfig& train, const 
   if (cfg.mode != "collectives") return;
   const uint64_t per_rank =
       sweep_host_bytes(cfg.plan.max_bytes, cfg.plan.type, comm.name() != "nccl");
-  const std::optional<uint64_t> available =
-      train.test.host_memory_bytes > 0 ? std::optional<uint64_t>(train.test.host_memory_bytes)
-                                       : meminfo_bytes("MemAvailable");
+  const std::optional<uint64_t> available = host_memory_available(train);
   const uint64_t needed = per_rank * uint64_t(world.local_size);
   std::string problem;
   if (available && double(needed) > 0.9 * double(*available))
@@ -251,12 +278,16 @@ std::string sweep_backend_problem(const SweepConfig& cfg, int world_size,
   return "";
 }
 
-json sweep_stage(const Invocation& inv, const SweepConfig& cfg, const TrainConfig& train,
+json sweep_stage(const Invocation& inv, const SweepConfig& given, const TrainConfig& train,
                  const World& world, RunTrace& trace) {
   const std::string start_time = utc_timestamp();
   StageWatch watch(train, inv.options["report"].as<std::string>(), world,
-                   cfg.mode == "pairwise" ? "pairwise" : "sweep");
+                   given.mode == "pairwise" ? "pairwise" : "sweep");
   Backends backends = select_backends(train, world, nullptr);
+  const uint64_t busbw_bytes = inv.options.count("gate.busbw_bytes")
+                                   ? uint64_t(inv.options["gate.busbw_bytes"].as<int64_t>())
+                                   : 0;
+  const SweepConfig cfg = resolve_sizes(given, train, world, *backends.comm, busbw_bytes);
   check_backend_runs(cfg, world, *backends.comm);
   check_sweep_memory(cfg, train, world, *backends.comm);
   const TopologyPreflight topology = run_topology_preflight(train, world, backends);

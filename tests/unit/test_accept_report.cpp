@@ -252,7 +252,7 @@ TEST(AcceptReport, BothSweepStagesAreJudgedFromTheMergedSection) {
       json::object(), json::object(), nullptr);
   EXPECT_EQ(report["sweep"]["results"], sweep_report()["sweep"]["results"]);
   const json& checks = report["gate"]["checks"];
-  EXPECT_EQ(named(checks, "min_busbw_gbps.allreduce")["value"], 50.0);
+  EXPECT_EQ(named(checks, "min_busbw_gbps.allreduce")["value"], 60.0);
   EXPECT_EQ(named(checks, "min_pair_gbps")["value"], 11.0);
   EXPECT_EQ(named(checks, "min_pair_gbps")["status"], "pass") << "11 clears 10 by over 5%";
   EXPECT_THAT(named(checks, "min_pair_gbps")["reason"].get<std::string>(),

@@ -87,3 +87,39 @@ TEST(InvalidCall, PeersAndRootMustBeInTheGroup) {
 }
 
 }  // namespace
+
+namespace {
+
+constexpr uint64_t kMiBytes = uint64_t(1) << 20;
+
+// sweep.max_bytes=0: 64 MiB up to 32 ranks, doubled as the ranks double, at most 16 GiB.
+TEST(SweepSizes, TheAutomaticLargestSizeGrowsWithTheRanks) {
+  EXPECT_EQ(tp::auto_sweep_max_bytes(1, 0), 64 * kMiBytes);
+  EXPECT_EQ(tp::auto_sweep_max_bytes(32, 0), 64 * kMiBytes);
+  EXPECT_EQ(tp::auto_sweep_max_bytes(33, 0), 128 * kMiBytes);
+  EXPECT_EQ(tp::auto_sweep_max_bytes(512, 0), 1024 * kMiBytes);
+  EXPECT_EQ(tp::auto_sweep_max_bytes(4096, 0), 8192 * kMiBytes);
+  EXPECT_EQ(tp::auto_sweep_max_bytes(4097, 0), 16384 * kMiBytes);
+  EXPECT_EQ(tp::auto_sweep_max_bytes(1 << 20, 0), 16384 * kMiBytes);
+  // Never below the size the gate judges at, within the same ceiling.
+  EXPECT_EQ(tp::auto_sweep_max_bytes(16, 256 * kMiBytes), 256 * kMiBytes);
+  EXPECT_EQ(tp::auto_sweep_max_bytes(16, uint64_t(64) << 30), 16384 * kMiBytes);
+}
+
+// Halved until the host's ranks fit in 90% of its available memory (6 x max_bytes a rank on MPI
+// for float32: two buffers, the input, the result, the expected result).
+TEST(SweepSizes, TheAutomaticSizeIsHalvedToFitTheHost) {
+  const uint64_t gib = uint64_t(1) << 30;
+  // 8 ranks of 8 GiB rows need 8 x 48 GiB; 100 GiB holds 8 x 1 GiB rows (48 GiB).
+  EXPECT_EQ(tp::fit_sweep_max_bytes(8 * gib, 1024, tp::ElementType::f32, true, 8, 100 * gib),
+            1 * gib);
+  EXPECT_EQ(tp::fit_sweep_max_bytes(64 * kMiBytes, 1024, tp::ElementType::f32, true, 8, 100 * gib),
+            64 * kMiBytes)
+      << "what fits is kept";
+  EXPECT_EQ(tp::fit_sweep_max_bytes(64 * kMiBytes, 32 * kMiBytes, tp::ElementType::f32, true, 8,
+                                    gib),
+            0u)
+      << "not even sweep.min_bytes fits: the memory check names it";
+}
+
+}  // namespace
