@@ -116,9 +116,8 @@ TEST(SweepSizes, TheAutomaticSizeIsHalvedToFitTheHost) {
   EXPECT_EQ(tp::fit_sweep_max_bytes(64 * kMiBytes, 1024, tp::ElementType::f32, true, 8, 100 * gib),
             64 * kMiBytes)
       << "what fits is kept";
-  EXPECT_EQ(tp::fit_sweep_max_bytes(64 * kMiBytes, 32 * kMiBytes, tp::ElementType::f32, true, 8,
-                                    gib),
-            0u)
+  EXPECT_EQ(
+      tp::fit_sweep_max_bytes(64 * kMiBytes, 32 * kMiBytes, tp::ElementType::f32, true, 8, gib), 0u)
       << "not even sweep.min_bytes fits: the memory check names it";
 }
 
