@@ -231,7 +231,8 @@ SweepConfig resolve_sizes(SweepConfig cfg, const TrainConfig& train, const World
   cfg.plan.max_bytes = std::max(agreed, cfg.plan.min_bytes);
   cfg.sizes_note =
       "sweep.max_bytes=0: " + std::to_string(wanted) + " bytes for " + std::to_string(world.size) +
-      " ranks" + (busbw_bytes > 0 && wanted == busbw_bytes ? " (gate.busbw_bytes)" : "") +
+      " ranks" +
+      (wanted > auto_sweep_max_bytes(world.size, 0) ? ", raised to gate.busbw_bytes" : "") +
       (cfg.plan.max_bytes < wanted ? ", halved to " + std::to_string(cfg.plan.max_bytes) +
                                          " to fit the host memory of every node"
                                    : std::string());
