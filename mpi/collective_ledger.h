@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "mpi/collective.h"
+#include "mpi/comm_timings.h"
 
 namespace tp {
 
@@ -79,10 +80,13 @@ class CollectiveLedger {
 CollectiveLedger& process_ledger();
 
 // Wraps `inner` so every operation it runs is numbered on `ledger` under `label`, and its splits
-// are too (labelled "<label>:<color>"). `before_enter(label, seq)`, when set, runs before each
-// numbered collective is entered (the test.hold_collective hook).
+// are too (labelled "<label>:<color>"), and timed into `times` (mpi/comm_timings.h): each split's
+// set-up, the first call of each operation (waited for on its own, so it is timed alone), and
+// the later ones as the mean of each batch up to its completion. `before_enter(label, seq)`, when
+// set, runs before each numbered collective is entered (the test.hold_collective hook).
 std::unique_ptr<Collective> with_sequence_numbers(
     std::unique_ptr<Collective> inner, const std::string& label, CollectiveLedger& ledger,
-    std::function<void(const std::string&, int64_t)> before_enter = nullptr);
+    std::function<void(const std::string&, int64_t)> before_enter = nullptr,
+    CommTimeLog& times = process_comm_times());
 
 }  // namespace tp

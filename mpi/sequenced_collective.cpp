@@ -1,7 +1,9 @@
 // The decorator that numbers every operation a Collective runs (mpi/collective_ledger.h). It
 // forwards each call unchanged; only the bookkeeping around it is its own.
 #include <map>
+#include <set>
 
+#include "common/clock.h"
 #include "mpi/collective_ledger.h"
 
 namespace tp {
@@ -15,11 +17,13 @@ class SequencedCollective final : public Collective {
  public:
   SequencedCollective(std::unique_ptr<Collective> inner, std::string label,
                       CollectiveLedger& ledger,
-                      std::function<void(const std::string&, int64_t)> before_enter)
+                      std::function<void(const std::string&, int64_t)> before_enter,
+                      CommTimeLog& times)
       : inner_(std::move(inner)),
         label_(std::move(label)),
         ledger_(ledger),
         before_enter_(std::move(before_enter)),
+        times_(times),
         index_(ledger.add(label_)) {}
 
   std::string name() const override { return inner_->name(); }
@@ -27,6 +31,7 @@ class SequencedCollective final : public Collective {
 
   void start_allreduce_sum(float* data, size_t count) override {
     enter(CollectiveOp::allreduce, int64_t(count) * 4);
+    batch(CollectiveOp::allreduce);
     inner_->start_allreduce_sum(data, count);
   }
   bool posting_waits_for_peers() const override { return inner_->posting_waits_for_peers(); }
@@ -37,6 +42,7 @@ class SequencedCollective final : public Collective {
   }
   void allreduce_sum(float* data, size_t count) override {
     enter(CollectiveOp::allreduce, int64_t(count) * 4);
+    batch(CollectiveOp::allreduce);
     inner_->allreduce_sum(data, count);
     complete_all();
   }
@@ -62,15 +68,32 @@ class SequencedCollective final : public Collective {
       enter_pair(call, bytes);
     else
       enter(call.op, bytes);
-    return inner_->run(call);
+    const bool first = !seen_.count(call.op);
+    if (!first) {
+      batch(call.op);
+      return inner_->run(call);
+    }
+    // The first of its kind is waited for alone: NCCL makes its connections for it.
+    seen_.insert(call.op);
+    complete_batch();
+    const double started = steady_seconds();
+    const void* result = inner_->run(call);
+    inner_->synchronize();
+    times_.first(label_, call.op, steady_seconds() - started);
+    complete_all();
+    return result;
   }
   void synchronize() override {
     inner_->synchronize();
     complete_all();
   }
   std::unique_ptr<Collective> split(int color, int key) override {
-    return std::make_unique<SequencedCollective>(
-        inner_->split(color, key), label_ + ":" + std::to_string(color), ledger_, before_enter_);
+    const std::string label = label_ + ":" + std::to_string(color);
+    const double started = steady_seconds();
+    std::unique_ptr<Collective> group = inner_->split(color, key);
+    times_.set_up(label, steady_seconds() - started);
+    return std::make_unique<SequencedCollective>(std::move(group), label, ledger_, before_enter_,
+                                                 times_);
   }
 
  private:
@@ -92,13 +115,36 @@ class SequencedCollective final : public Collective {
     if (entered_ > 0) ledger_.completed(index_, entered_);
     if (pair_pending_ > 0) ledger_.completed(pair_index_, pair_pending_);
     pair_pending_ = 0;
+    complete_batch();
+  }
+  // A call joins the batch that the next completion ends.
+  void batch(CollectiveOp op) {
+    if (batch_ops_.empty()) batch_started_ = steady_seconds();
+    batch_ops_.push_back(op);
+  }
+  // The batch's time shared by its calls: the first batch of the step's reductions is their
+  // first (a step posts its buckets together), every later one steady.
+  void complete_batch() {
+    if (batch_ops_.empty()) return;
+    const double each = (steady_seconds() - batch_started_) / double(batch_ops_.size());
+    for (CollectiveOp op : batch_ops_) {
+      if (seen_.insert(op).second)
+        times_.first(label_, op, each * double(batch_ops_.size()));
+      else
+        times_.steady(label_, op, each);
+    }
+    batch_ops_.clear();
   }
 
   std::unique_ptr<Collective> inner_;
   std::string label_;
   CollectiveLedger& ledger_;
   std::function<void(const std::string&, int64_t)> before_enter_;
+  CommTimeLog& times_;
   int index_;
+  std::set<CollectiveOp> seen_;  // operations whose first call was timed
+  std::vector<CollectiveOp> batch_ops_;
+  double batch_started_ = 0;
   int64_t entered_ = 0;
   int pair_index_ = -1;
   std::map<int, int64_t> pair_calls_;  // sendrecv calls with each peer
@@ -109,9 +155,9 @@ class SequencedCollective final : public Collective {
 
 std::unique_ptr<Collective> with_sequence_numbers(
     std::unique_ptr<Collective> inner, const std::string& label, CollectiveLedger& ledger,
-    std::function<void(const std::string&, int64_t)> before_enter) {
+    std::function<void(const std::string&, int64_t)> before_enter, CommTimeLog& times) {
   return std::make_unique<SequencedCollective>(std::move(inner), label, ledger,
-                                               std::move(before_enter));
+                                               std::move(before_enter), times);
 }
 
 }  // namespace tp

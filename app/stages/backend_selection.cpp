@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "checkpoint/memory_need.h"
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/sysinfo.h"
 #include "gpu/gpu_assignment.h"
@@ -244,9 +245,14 @@ Backends select_backends(const TrainConfig& cfg, const World& world, const Heart
     b.compute = make_cpu_backend();
     b.gpu = nullptr;
   }
-  b.comm = with_sequence_numbers(
-      make_collective(cfg, world, heartbeat, std::move(deadline), use_cuda, use_nccl, b), "world",
-      process_ledger(), collective_hold(cfg.test, world.rank));
+  // Each stage's communicators are timed afresh (mpi/comm_timings.h).
+  process_comm_times().clear();
+  const double started = steady_seconds();
+  std::unique_ptr<Collective> made =
+      make_collective(cfg, world, heartbeat, std::move(deadline), use_cuda, use_nccl, b);
+  process_comm_times().set_up("world", steady_seconds() - started);
+  b.comm = with_sequence_numbers(std::move(made), "world", process_ledger(),
+                                 collective_hold(cfg.test, world.rank));
   for (const std::string& note : b.comm->set_up_notes()) b.notes.push_back(note);
   return b;
 }

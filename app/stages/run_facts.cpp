@@ -4,6 +4,7 @@
 
 #include "app/report/context.h"
 #include "app/report/report_text.h"
+#include "app/stages/comm_times.h"
 #include "common/sysinfo.h"
 #include "fabric/rank_nic.h"
 #include "mpi/check.h"
@@ -118,6 +119,7 @@ RunFacts gather_run_facts(const World& world, const Backends& backends, const Tr
     facts.timings.push_back(unflatten(&all[r * steps * kStepTimingFields], steps));
   facts.bucket_seconds = min_over_ranks(world, result.bucket_seconds);
   facts.gpus = gather_gpu_facts(world, backends);
+  facts.communicators = gather_comm_times(world, backends.comm ? backends.comm->name() : "");
   return facts;
 }
 

@@ -34,6 +34,7 @@ struct RunFacts {
   // [measured step][bucket]: minimum over ranks of each bucket's time
   std::vector<std::vector<double>> bucket_seconds;
   HostGpuFacts gpus;
+  nlohmann::json communicators;  // rank 0: context.communicators (app/stages/comm_times.h)
 };
 
 // Collective; complete on rank 0.

@@ -13,6 +13,7 @@
 #include "app/report/report_text.h"
 #include "app/report/sweep_summary.h"
 #include "app/stages/backend_selection.h"
+#include "app/stages/comm_times.h"
 #include "app/stages/run_facts.h"
 #include "app/stages/stage_watch.h"
 #include "app/stages/sweep_pairwise.h"
@@ -318,11 +319,14 @@ json sweep_stage(const Invocation& inv, const SweepConfig& given, const TrainCon
                      backends.placement ? backends.placement->numa_node : -1);
   else
     record.groups = run_collectives(cfg, world, *backends.comm, trace, record.devices);
-  if (world.rank == 0)
+  json communicators = gather_comm_times(world, backends.comm->name());
+  if (world.rank == 0) {
     // The context's few-samples warning speaks of training steps; the sweep report words its
     // own (app/stages/sweep_report.cpp).
     record.context = sweep_context(inv, train, world, start_time, backends, gpus,
                                    kEnoughTimedIterations, topology.nodes);
+    record.context["communicators"] = std::move(communicators);
+  }
   watch.end();
   return world.rank == 0 ? build_sweep_report(record) : json();
 }

@@ -199,11 +199,13 @@ json build_run_report(const Invocation& inv, const TrainConfig& cfg, const World
                         run.checkpoints ? std::optional(run.checkpoints->folder()) : std::nullopt,
                         run.topology.nodes,
                         run.heartbeat_warnings};
+  json communicators = std::move(facts.communicators);
   RunRecord record =
       record_of(cfg, run, std::move(facts), backends.comm->timing_method(cfg.overlap));
   record.topology_reasons = run.topology.judgement.reasons;
   record.topology_measured = run.topology.measured;
   record.context = build_context(context);
+  record.context["communicators"] = std::move(communicators);
   return build_report(record);
 }
 

@@ -83,6 +83,19 @@ def cmd_report_figures(path):
     for key in ("au", "gemm_rate_flops", "achieved_flops"):
         if train.get(key) is not None:
             print(f"{key}:={train[key]:.4g}")
+    # The world communicator's set-up, first and steady allreduce, and NCCL's own Init timings
+    # (context.communicators), in ms: p50 and the slowest rank.
+    world = next((c for c in dig(report, "context.communicators") or []
+                  if c.get("comm") == "world"), None)
+    if world:
+        for name, path in (("comm_setup", "set_up_s"), ("first_allreduce", "first_s.allreduce"),
+                           ("steady_allreduce", "steady_s.allreduce"),
+                           ("nccl_init_total", "nccl_init_timings_s.total"),
+                           ("nccl_init_connections", "nccl_init_timings_s.connections")):
+            spread = dig(world, path)
+            if spread:
+                print(f"{name}_p50_ms:={spread['p50'] * 1e3:.3f}")
+                print(f"{name}_max_ms:={spread['max'] * 1e3:.3f}")
     failed = [c["name"] for c in dig(report, "gate.checks") or [] if c.get("status") == "fail"]
     if failed:
         print("failed_checks=" + ",".join(failed))

@@ -274,7 +274,9 @@ stage_gemm_vs_torch() {
 
 stage_train_nccl_1rank() {
   local rc
-  tmo 90 env LD_LIBRARY_PATH="$RUN_LD" "$BUNDLE/bin/trainproof" train --scenario "$BUNDLE/scenarios/smoke.ini" \
+  # NCCL's Init timings line reaches the report's context.communicators through this file.
+  tmo 90 env LD_LIBRARY_PATH="$RUN_LD" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT \
+    NCCL_DEBUG_FILE="$WORK/nccl-debug-1rank.%h.%p" "$BUNDLE/bin/trainproof" train --scenario "$BUNDLE/scenarios/smoke.ini" \
     --compute.backend=cuda --comm.backend=nccl --report "$WORK/train-nccl.json" >"$WORK/train-nccl.log" 2>&1
   rc=$?
   cat "$WORK/train-nccl.log"

@@ -68,6 +68,21 @@ class ReportContract(unittest.TestCase):
         self.assertEqual(c["escaped_keys"], [])
         self.assertEqual(c["options"]["train.steps"], 12)
 
+    def test_communicators(self):
+        # Set-up, first and steady collectives per communicator, over every rank
+        # (docs/report.md, "Communicators").
+        comms = {c["comm"]: c for c in self.report["context"]["communicators"]}
+        world = comms["world"]
+        self.assertEqual(world["backend"], "mpi")
+        for spread in (world["set_up_s"], world["first_s"]["allreduce"],
+                       world["steady_s"]["allreduce"]):
+            self.assertEqual(spread["ranks"], 2)
+            self.assertLessEqual(spread["min"], spread["p50"])
+            self.assertLessEqual(spread["p50"], spread["max"])
+            self.assertIn(spread["slowest_rank"], (0, 1))
+            self.assertEqual(spread["slowest_host"],
+                             self.report["context"]["hosts"][spread["slowest_rank"]])
+
     def test_train(self):
         t = self.report["train"]
         self.assertEqual(t["steps_completed"], 12)

@@ -53,27 +53,58 @@ tp::CollectiveCall call_of(tp::CollectiveOp op, size_t count, tp::ElementType ty
 
 TEST(CollectiveLedger, EveryOperationGetsTheNextNumberOfItsCommunicator) {
   tp::CollectiveLedger ledger;
+  tp::CommTimeLog times;
   Sink sink;
   ledger.attach(&sink);
-  auto world = tp::with_sequence_numbers(std::make_unique<CountingCollective>(), "world", ledger);
+  auto world = tp::with_sequence_numbers(std::make_unique<CountingCollective>(), "world", ledger,
+                                         nullptr, times);
   float data[4] = {};
   world->allreduce_sum(data, 4);
-  world->run(call_of(tp::CollectiveOp::alltoall, 1024, tp::ElementType::bf16));
+  // The first alltoall is waited for alone (its time is the first of its kind); the second is
+  // complete only at synchronize().
+  const auto alltoall = call_of(tp::CollectiveOp::alltoall, 1024, tp::ElementType::bf16);
+  world->run(alltoall);
+  world->run(alltoall);
   ASSERT_EQ(sink.seen.size(), size_t(tp::kLedgerComms)) << "every slot, empty ones too";
   EXPECT_TRUE(sink.seen[1].empty());
   EXPECT_EQ(sink.seen[0].label, "world");
-  EXPECT_EQ(sink.seen[0].entered, 2);
-  EXPECT_EQ(sink.seen[0].completed, 1) << "run() is complete only at synchronize()";
+  EXPECT_EQ(sink.seen[0].entered, 3);
+  EXPECT_EQ(sink.seen[0].completed, 2);
   EXPECT_EQ(sink.seen[0].recent[0].op, tp::CollectiveOp::alltoall);
   EXPECT_EQ(sink.seen[0].recent[0].bytes, 2048);
-  EXPECT_EQ(sink.seen[0].recent[1].seq, 1);
+  EXPECT_EQ(sink.seen[0].recent[2].seq, 1);
   world->synchronize();
-  EXPECT_EQ(sink.seen[0].completed, 2);
+  EXPECT_EQ(sink.seen[0].completed, 3);
   // A split is a communicator of its own, numbered from 1.
   auto rail = world->split(3, 0);
   rail->allreduce_sum(data, 4);
   EXPECT_EQ(sink.seen[1].label, "world:3");
   EXPECT_EQ(sink.seen[1].entered, 1);
+  // Timed: each operation's first call, the later ones steady, the split's set-up.
+  const auto slots = times.slots();
+  EXPECT_GE(slots[size_t(tp::first_slot(0, tp::CollectiveOp::allreduce))], 0.0);
+  EXPECT_GE(slots[size_t(tp::first_slot(0, tp::CollectiveOp::alltoall))], 0.0);
+  EXPECT_GE(slots[size_t(tp::steady_slot(0, tp::CollectiveOp::alltoall))], 0.0);
+  EXPECT_EQ(slots[size_t(tp::steady_slot(0, tp::CollectiveOp::allreduce))], -1.0)
+      << "one allreduce: no steady figure";
+  EXPECT_GE(slots[size_t(tp::set_up_slot(1))], 0.0);
+  EXPECT_GE(slots[size_t(tp::first_slot(1, tp::CollectiveOp::allreduce))], 0.0);
+  EXPECT_EQ(slots[size_t(tp::set_up_slot(0))], -1.0) << "the world's set-up is its maker's";
+}
+
+TEST(CommTimings, NcclsInitTimingsLineIsReadWithItsParts) {
+  const auto t = tp::parse_nccl_init_timings(
+      "node-01:1106802:1106870 [3] NCCL INFO Init timings - ncclCommInitRankConfig: rank 3 "
+      "nranks 8 total 55.01 (kernels 52.45, alloc 0.41, bootstrap 0.57, allgathers 0.08, topo "
+      "1.10, graphs 0.01, connections 0.39, rest 0.00)");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->rank, 3);
+  EXPECT_EQ(t->nranks, 8);
+  EXPECT_DOUBLE_EQ(t->total, 55.01);
+  ASSERT_EQ(t->parts.size(), 8u);
+  EXPECT_EQ(t->parts[2].first, "bootstrap");
+  EXPECT_DOUBLE_EQ(t->parts[2].second, 0.57);
+  EXPECT_FALSE(tp::parse_nccl_init_timings("NCCL INFO Init COMPLETE"));
 }
 
 TEST(CollectiveLedger, TransfersAreCountedPerPairAndAnIdleRankCountsNone) {
