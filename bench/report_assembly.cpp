@@ -1,9 +1,11 @@
 // Rank 0's work at the end of a large job, on synthetic records: building the training report
-// from every rank's step timings, judging an acceptance gate on it, rendering the summary and
-// writing the JSON. Prints the seconds of each part and the process's peak memory, for
-// docs/benchmarks.md ("Rank 0 at 4,096 ranks"). The goal: under 1 s and 1 GiB on one core.
+// from every rank's step timings, judging an acceptance gate on it, the pairwise pass's matrices
+// of every rail (NODES nodes, RAILS rails, one slow node confirmed on each), rendering the summary
+// and writing the JSON. Prints the seconds of each part, the process's peak memory and the JSON's
+// size, for docs/benchmarks.md ("Rank 0 at 4,096 ranks"). The goal: under 2 s and 1 GiB on one
+// core, and a JSON under 20 MB.
 //
-//   report_assembly [RANKS [NODES [STEPS]]]   (default 4096 512 200)
+//   report_assembly [RANKS [NODES [STEPS [RAILS]]]]   (default 4096 512 200 8)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,6 +20,8 @@
 #include "app/cli/cli.h"
 #include "app/report/report.h"
 #include "app/report/summary.h"
+#include "app/stages/sweep_confirm.h"
+#include "app/stages/sweep_pairwise_report.h"
 
 namespace {
 
@@ -73,6 +77,48 @@ tp::RunRecord synthetic_run(int ranks, int nodes, int steps) {
   return run;
 }
 
+// Every rail's first pass (jittered around 45 GB/s, node 17 at a third of it), its suspects
+// planned and measured again as the pass would: the record rank 0 holds after a pairwise pass.
+tp::PairwiseRecord synthetic_pairwise(int nodes, int rails) {
+  tp::PairwiseRecord p;
+  p.pair_bytes = uint64_t(64) << 20;
+  p.pair_iters = 5;
+  p.confirm_iters = 10;
+  for (int r = 0; r < rails; ++r) {
+    tp::PairwiseRail rail;
+    rail.rail = r;
+    for (int n = 0; n < nodes; ++n) {
+      rail.hosts.push_back("node-" + std::to_string(n));
+      rail.world_ranks.push_back(n * rails + r);
+      rail.nics.push_back("mlx5_" + std::to_string(r));
+    }
+    rail.one_way.assign(size_t(nodes), std::vector<double>(size_t(nodes), -1));
+    for (int a = 0; a < nodes; ++a)
+      for (int b = 0; b < nodes; ++b)
+        if (a != b)
+          rail.one_way[size_t(a)][size_t(b)] =
+              (a == 17 || b == 17 ? 15.0 : 45.0) + 0.01 * double((a * 31 + b * 17 + r) % 100);
+    rail.both_ways = rail.one_way;
+    rail.judged_one_way = tp::judge_pairs(rail.one_way, 0.8, 0.5);
+    rail.judged_both_ways = tp::judge_pairs(rail.both_ways, 0.8, 0.5);
+    p.rails.push_back(std::move(rail));
+  }
+  const std::vector<tp::PairTrial> trials = tp::plan_confirmations(p, 1 << 20);
+  std::vector<tp::TrialTransfer> measured;
+  for (size_t i = 0; i < trials.size(); ++i)
+    for (bool control : {false, true}) {
+      const uint64_t bytes = control ? trials[i].control_bytes : trials[i].suspect_bytes;
+      const double gbps = control ? 45.0 : 15.0;
+      measured.push_back({int(i),
+                          control,
+                          {0, 0, trials[i].mode, double(bytes) / gbps / 1e9, bytes, 0, 0},
+                          0.0,
+                          10});
+    }
+  tp::record_confirmations(p, measured, tp::PairLines{});
+  return p;
+}
+
 // The gate as a host file would set it, through the command line's own parser.
 tp::AcceptConfig gate_for(const tp::TrainConfig& train) {
   const char* argv[] = {"trainproof",
@@ -98,11 +144,14 @@ int main(int argc, char** argv) {
   const int ranks = argc > 1 ? std::atoi(argv[1]) : 4096;
   const int nodes = argc > 2 ? std::atoi(argv[2]) : 512;
   const int steps = argc > 3 ? std::atoi(argv[3]) : 200;
-  if (ranks < 1 || nodes < 1 || nodes > ranks || steps < 1) {
-    std::fprintf(stderr, "usage: report_assembly [RANKS [NODES [STEPS]]] with NODES <= RANKS\n");
+  const int rails = argc > 4 ? std::atoi(argv[4]) : 8;
+  if (ranks < 1 || nodes < 1 || nodes > ranks || steps < 1 || rails < 0) {
+    std::fprintf(stderr,
+                 "usage: report_assembly [RANKS [NODES [STEPS [RAILS]]]] with NODES <= RANKS\n");
     return 2;
   }
   const tp::RunRecord run = synthetic_run(ranks, nodes, steps);
+  const tp::PairwiseRecord pairwise = synthetic_pairwise(nodes, rails);
   const long records_kib = peak_rss_kib();
 
   auto start = Clock::now();
@@ -118,23 +167,37 @@ int main(int argc, char** argv) {
                                           report["context"], nullptr);
   const double gate_s = seconds_since(start);
 
+  // The pairwise section as accept merges it, with its checks and node findings.
+  start = Clock::now();
+  json with_pairwise = accepted;
+  if (rails > 0) {
+    with_pairwise["sweep"]["pairwise"] = tp::pairwise_json(pairwise);
+    for (const json& check : tp::pairwise_checks(pairwise))
+      with_pairwise["gate"]["checks"].push_back(check);
+    const auto findings = tp::pairwise_node_findings(pairwise);
+    for (const std::string& warning : tp::pairwise_warnings(pairwise))
+      with_pairwise["context"]["warnings"].push_back(warning);
+    with_pairwise["findings_hosts"] = findings.size();
+  }
+  const double pairwise_s = seconds_since(start);
+
   start = Clock::now();
   const std::string summary = tp::render_summary(accepted);
   const double summary_s = seconds_since(start);
 
   start = Clock::now();
-  const std::string text = accepted.dump(2);
+  const std::string text = with_pairwise.dump(2);
   const double dump_s = seconds_since(start);
 
   std::printf(
-      "ranks %d, nodes %d, measured steps %d\n"
-      "build_report %.3f s, accept gate %.3f s, summary %.3f s (%zu lines), json %.3f s (%.1f "
-      "MB)\n"
+      "ranks %d, nodes %d, measured steps %d, pairwise rails %d\n"
+      "build_report %.3f s, accept gate %.3f s, pairwise %.3f s, summary %.3f s (%zu lines), "
+      "json %.3f s (%.1f MB)\n"
       "rank 0 total %.3f s; peak memory %.0f MiB (%.0f MiB of it the gathered records)\n"
       "verdict %s\n",
-      ranks, nodes, steps, build_s, gate_s, summary_s,
+      ranks, nodes, steps, rails, build_s, gate_s, pairwise_s, summary_s,
       size_t(std::count(summary.begin(), summary.end(), '\n')), dump_s, double(text.size()) / 1e6,
-      build_s + gate_s + summary_s + dump_s, double(peak_rss_kib()) / 1024.0,
+      build_s + gate_s + pairwise_s + summary_s + dump_s, double(peak_rss_kib()) / 1024.0,
       double(records_kib) / 1024.0, accepted.value("verdict", "?").c_str());
   return 0;
 }

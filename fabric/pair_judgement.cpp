@@ -32,6 +32,86 @@ std::vector<double> measured(const PairMatrix& m, const std::function<bool(int, 
   return values;
 }
 
+// Medians of the matrix's measured pairs with one or two nodes' pairs (or one pair) left out,
+// each in O(log^2) after an O(pairs log pairs) sort, so judging every pair of 512 nodes is
+// seconds, not the hours a fresh sort per pair took. The k-th smallest of what is left is the
+// smallest measured value v with (values <= v) - (left-out values <= v) > k.
+class MedianWithout {
+ public:
+  explicit MedianWithout(const PairMatrix& m) : m_(m), of_node_(m.size()) {
+    for (size_t a = 0; a < m.size(); ++a)
+      for (size_t b = 0; b < m[a].size(); ++b)
+        if (a != b && m[a][b] >= 0) {
+          all_.push_back(m[a][b]);
+          of_node_[a].push_back(m[a][b]);
+          if (b < of_node_.size()) of_node_[b].push_back(m[a][b]);
+        }
+    std::sort(all_.begin(), all_.end());
+    for (auto& values : of_node_) std::sort(values.begin(), values.end());
+  }
+  // The median of the pairs that include neither `a` nor `b` (-1 for none); -1 when none is left.
+  double without_nodes(int a, int b) const {
+    return median(
+        [&](double v) {
+          size_t out = at_most(of_node_[size_t(a)], v);
+          if (b >= 0) {
+            out += at_most(of_node_[size_t(b)], v);
+            // The pairs between a and b are in both lists.
+            for (double shared : {pair(a, b), pair(b, a)})
+              out -= shared >= 0 && shared <= v ? 1 : 0;
+          }
+          return out;
+        },
+        left(a, b));
+  }
+  // The median of every pair but (a, b).
+  double without_pair(int a, int b) const {
+    const double gone = pair(a, b);
+    return median([&](double v) { return size_t(gone >= 0 && gone <= v ? 1 : 0); },
+                  all_.size() - (gone >= 0 ? 1 : 0));
+  }
+
+ private:
+  static size_t at_most(const std::vector<double>& sorted, double v) {
+    return size_t(std::upper_bound(sorted.begin(), sorted.end(), v) - sorted.begin());
+  }
+  double pair(int a, int b) const {
+    return b >= 0 && size_t(b) < m_[size_t(a)].size() && a != b ? m_[size_t(a)][size_t(b)] : -1;
+  }
+  // How many measured pairs include neither a nor b.
+  size_t left(int a, int b) const {
+    size_t out = of_node_[size_t(a)].size();
+    if (b >= 0)
+      out += of_node_[size_t(b)].size() - (pair(a, b) >= 0 ? 1 : 0) - (pair(b, a) >= 0 ? 1 : 0);
+    return all_.size() - out;
+  }
+  template <class LeftOut>
+  double kth(size_t k, const LeftOut& left_out_at_most) const {
+    size_t low = 0, high = all_.size() - 1;
+    while (low < high) {
+      const size_t mid = (low + high) / 2;
+      const double v = all_[mid];
+      if (at_most(all_, v) - left_out_at_most(v) > k)
+        high = mid;
+      else
+        low = mid + 1;
+    }
+    return all_[low];
+  }
+  // median_of's rule (the mean of the two middle values for an even count) over what is left.
+  template <class LeftOut>
+  double median(const LeftOut& left_out_at_most, size_t count) const {
+    if (count == 0) return -1;
+    const size_t mid = count / 2;
+    return count % 2 ? kth(mid, left_out_at_most)
+                     : (kth(mid - 1, left_out_at_most) + kth(mid, left_out_at_most)) / 2;
+  }
+
+  const PairMatrix& m_;
+  std::vector<double> all_;
+  std::vector<std::vector<double>> of_node_;  // every measured pair that includes the node
+};
+
 }  // namespace
 
 PairJudgement judge_pairs(const PairMatrix& m, double flag_fraction, double fail_fraction) {
@@ -43,16 +123,20 @@ PairJudgement judge_pairs(const PairMatrix& m, double flag_fraction, double fail
                      "(3 nodes or more are needed)";
     return judgement;
   }
+  const MedianWithout medians(m);
   std::vector<bool> flagged(size_t(n), false);
   for (int node = 0; node < n; ++node) {
-    const double reference =
-        median_of(measured(m, [node](int a, int b) { return a != node && b != node; }));
+    const double reference = medians.without_nodes(node, -1);
     if (reference <= 0) continue;
-    const std::pair<const char*, std::function<bool(int, int)>> directions[] = {
-        {"send", [node](int a, int) { return a == node; }},
-        {"receive", [node](int, int b) { return b == node; }}};
-    for (const auto& [name, mine] : directions) {
-      const double median = upper_median_of(measured(m, mine));
+    std::vector<double> sends, receives;
+    for (int other = 0; other < n; ++other) {
+      if (other == node) continue;
+      if (m[size_t(node)][size_t(other)] >= 0) sends.push_back(m[size_t(node)][size_t(other)]);
+      if (m[size_t(other)][size_t(node)] >= 0) receives.push_back(m[size_t(other)][size_t(node)]);
+    }
+    for (const auto& [name, values] :
+         {std::pair{"send", &sends}, std::pair{"receive", &receives}}) {
+      const double median = upper_median_of(*values);
       if (median < 0 || median >= flag_fraction * reference) continue;
       judgement.nodes.push_back(
           {node, name, median, reference, median < fail_fraction * reference});
@@ -64,11 +148,8 @@ PairJudgement judge_pairs(const PairMatrix& m, double flag_fraction, double fail
       if (a == b || m[size_t(a)][size_t(b)] < 0 || flagged[size_t(a)] || flagged[size_t(b)])
         continue;
       // The pairs of neither node; at 3 nodes there are none, so the pairs other than this one.
-      std::vector<double> others =
-          measured(m, [a, b](int x, int y) { return x != a && x != b && y != a && y != b; });
-      if (others.empty())
-        others = measured(m, [a, b](int x, int y) { return !(x == a && y == b); });
-      const double reference = median_of(others);
+      double reference = medians.without_nodes(a, b);
+      if (reference < 0) reference = medians.without_pair(a, b);
       const double gbps = m[size_t(a)][size_t(b)];
       if (reference > 0 && gbps < flag_fraction * reference)
         judgement.links.push_back({a, b, gbps, reference, gbps < fail_fraction * reference});

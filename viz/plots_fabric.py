@@ -147,6 +147,18 @@ def make_pairwise(run):
             for k, rail in enumerate(rails)]
 
 
+def _rail_matrix(run, rail, key):
+    """The rail's matrix: in the report up to 64 nodes, else in the trace under
+    rail.matrices_in_trace (docs/report.md, "The trace"), NaN where not measured."""
+    if isinstance(rail.get(key), list):
+        return rail[key]
+    group = rail.get("matrices_in_trace")
+    if not isinstance(group, str) or not run.traces:
+        return None
+    dataset = run.traces.find(group + key)
+    return None if dataset is None else np.array(dataset, dtype=float)
+
+
 def _rail_figure(run, rail):
     hosts = [str(h) for h in rail["hosts"]]
     order = sorted(range(len(hosts)), key=lambda i: natural_key(hosts[i]))
@@ -157,10 +169,11 @@ def _rail_figure(run, rail):
                                bottom=0.1, top=0.84, wspace=0.3)
     lines = []
     for k, (key, name) in enumerate((("one_way_gbps", ONE_WAY), ("both_ways_gbps", BOTH_WAYS))):
-        if not isinstance(rail.get(key), list):
-            lines += [f"{name}: not in the report", ""]
+        values = _rail_matrix(run, rail, key)
+        if values is None:
+            lines += [f"{name}: neither in the report nor in its trace", ""]
             continue
-        matrix = _matrix(rail[key], order)
+        matrix = _matrix(values, order)
         _draw_heat_map(figure.add_subplot(grid[k]), matrix, hosts, (flagged, others, links),
                        name)
         lines += _worst_pairs(matrix, hosts, name) + [""]

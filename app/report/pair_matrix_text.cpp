@@ -57,8 +57,7 @@ std::string slowest_pairs(const std::vector<std::string>& names, const json& m,
             [](const Pair& a, const Pair& b) { return a.gbps < b.gbps; });
   const Pair& middle = pairs[pairs.size() / 2];
   out += printf_text(
-      "median %.3f GB/s; the %zu slowest (the whole matrix is in the report, and "
-      "`trainproof report plot` draws it):\n",
+      "median %.3f GB/s; the %zu slowest (`trainproof report plot` draws the whole matrix):\n",
       middle.gbps, std::min(kSlowestPairsListed, pairs.size()));
   const int width = int(distinct_width(names, 0));
   for (size_t k = 0; k < pairs.size() && k < kSlowestPairsListed; ++k)
@@ -79,6 +78,29 @@ size_t distinct_width(const std::vector<std::string>& names, size_t at_least) {
       return std::max(width, at_least);
   }
   return std::max(longest, at_least);
+}
+
+std::string slowest_pairs_text(const json& hosts, const json& summary, const std::string& title,
+                               const json& in_trace) {
+  const json slowest = summary.value("slowest", json::array());
+  const json median = summary.value("median_gbps", json());
+  std::string out =
+      printf_text("\n%s, %zu nodes (%llu pairs measured): ", title.c_str(), hosts.size(),
+                  static_cast<unsigned long long>(summary.value("pairs", 0ull)));
+  if (!median.is_number() || slowest.empty()) return out + "none measured\n";
+  out += printf_text("median %.3f GB/s; the %zu slowest (the whole matrix is in the trace%s%s):\n",
+                     median.get<double>(), std::min(kSlowestPairsListed, slowest.size()),
+                     in_trace.is_string() ? ", " : "",
+                     in_trace.is_string() ? in_trace.get<std::string>().c_str() : "");
+  std::vector<std::string> names;
+  for (const json& p : slowest)
+    for (const char* end : {"from", "to"}) names.push_back(p.value(end, std::string()));
+  const int width = int(distinct_width(names, 0));
+  for (size_t k = 0; k < slowest.size() && k < kSlowestPairsListed; ++k)
+    out += printf_text(
+        "  %-*s -> %-*s %10.3f GB/s\n", width, slowest[k].value("from", std::string()).c_str(),
+        width, slowest[k].value("to", std::string()).c_str(), slowest[k].value("gbps", 0.0));
+  return out;
 }
 
 std::string pair_matrix_text(const json& hosts, const json& matrix, const std::string& title) {

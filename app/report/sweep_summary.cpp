@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <map>
+#include <tuple>
 
 #include "app/report/pair_matrix_text.h"
 #include "app/report/summary_parts.h"
@@ -104,10 +105,13 @@ std::string pairwise_lines(const json& p) {
                                 p.at("pair_iters").get<int>());
   for (const json& rail : p.at("rails")) {
     const std::string name = "rail " + std::to_string(rail.at("rail").get<int>());
-    out += pair_matrix_text(rail.at("hosts"), rail.at("one_way_gbps"),
-                            name + ", one direction at a time");
-    out += pair_matrix_text(rail.at("hosts"), rail.at("both_ways_gbps"),
-                            name + ", both directions at once");
+    for (const auto& [key, mode, how] :
+         {std::tuple{"one_way_gbps", "one_way", ", one direction at a time"},
+          std::tuple{"both_ways_gbps", "both_ways", ", both directions at once"}})
+      out += rail.value(key, json()).is_array()
+                 ? pair_matrix_text(rail.at("hosts"), rail.at(key), name + how)
+                 : slowest_pairs_text(rail.at("hosts"), rail.value(mode, json::object()),
+                                      name + how, rail.value("matrices_in_trace", json()));
     if (const std::string note = rail.at("note"); !note.empty()) out += "  " + note + "\n";
     for (const json& link : rail.at("bad_links")) out += "  bad " + link.get<std::string>() + "\n";
   }

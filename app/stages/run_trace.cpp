@@ -8,6 +8,7 @@
 
 #include "app/stages/stage_watch.h"
 #include "fabric/bus_bandwidth.h"
+#include "mpi/check.h"
 #include "trace/trace_file.h"
 
 namespace tp {
@@ -119,6 +120,21 @@ void write_sweep(TraceFile& file, const RunTrace& t) {
   file.rank_rows("sweep/rank_iteration_s", {rows, iters}, mine);
 }
 
+// Rank 0 holds the matrices; every rank learns how many rails and which to make the same datasets.
+void write_pairwise(TraceFile& file, const RunTrace& t, const World& world) {
+  int rails = int(t.pairwise.size());
+  mpiCheck(MPI_Bcast(&rails, 1, MPI_INT, 0, world.comm));
+  for (int k = 0; k < rails; ++k) {
+    const RunTrace::PairwiseMatrices* m = world.rank == 0 ? &t.pairwise[size_t(k)] : nullptr;
+    int rail = m ? m->rail : 0;
+    mpiCheck(MPI_Bcast(&rail, 1, MPI_INT, 0, world.comm));
+    const uint64_t n = m ? m->nodes : 0;
+    const std::string group = "pairwise/rail" + std::to_string(rail) + "/";
+    file.root_values(group + "one_way_gbps", {n, n}, m ? m->one_way : std::vector<double>{});
+    file.root_values(group + "both_ways_gbps", {n, n}, m ? m->both_ways : std::vector<double>{});
+  }
+}
+
 }  // namespace
 
 void take_parts(RunTrace& into, RunTrace&& from) {
@@ -137,6 +153,10 @@ void take_parts(RunTrace& into, RunTrace&& from) {
   if (from.has_sweep) {
     into.has_sweep = true;
     into.sweep_rows = std::move(from.sweep_rows);
+  }
+  if (from.has_pairwise) {
+    into.has_pairwise = true;
+    into.pairwise = std::move(from.pairwise);
   }
 }
 
@@ -170,6 +190,7 @@ void write_run_trace(const Invocation& inv, const TrainConfig& config, const Wor
     if (trace.has_train) write_train(file, trace);
     if (trace.has_checkpoints) write_checkpoints(file, trace, world.size);
     if (trace.has_sweep) write_sweep(file, trace);
+    if (trace.has_pairwise) write_pairwise(file, trace, world);
     file.close();
   } catch (const std::exception& e) {
     problem = e.what();

@@ -31,6 +31,16 @@ struct RunTrace {
 
   bool has_sweep = false;
   std::vector<SweepRow> sweep_rows;  // this rank's group's rows, with this rank's iterations
+
+  // The pairwise pass's matrices, a rail each, held by rank 0 (set on every rank that ran the
+  // pass): the report keeps them only for small rails (docs/report.md, "The trace").
+  bool has_pairwise = false;
+  struct PairwiseMatrices {
+    int rail = 0;
+    uint64_t nodes = 0;
+    std::vector<double> one_way, both_ways;  // [nodes x nodes] GB/s, NaN where not measured
+  };
+  std::vector<PairwiseMatrices> pairwise;
 };
 
 // Moves into `into` each part that `from` holds (a stage run again replaces its earlier part).

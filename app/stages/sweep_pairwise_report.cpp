@@ -4,22 +4,13 @@
 #include <cstdio>
 
 #include "app/report/gate.h"
+#include "app/stages/pair_matrix_json.h"
 #include "common/number_text.h"
 
 namespace tp {
 namespace {
 
 using nlohmann::json;
-
-json matrix_json(const PairMatrix& m) {
-  json rows = json::array();
-  for (const auto& row : m) {
-    json cells = json::array();
-    for (double v : row) cells.push_back(v < 0 ? json(nullptr) : json(v));
-    rows.push_back(cells);
-  }
-  return rows;
-}
 
 const char* mode_text(PairMode mode) {
   return mode == PairMode::one_way ? "one direction at a time" : "both directions at once";
@@ -215,14 +206,27 @@ int unconfirmed_count(const PairwiseRecord& record) {
   return count;
 }
 
-// The transfers that moved fewer bytes than sweep.pair_bytes, bounded by time.
+// The transfers that moved fewer bytes than sweep.pair_bytes, bounded by time: at most
+// kReducedListed of them (a slow node of 512 has 2,044), the rest counted in reduced_more.
+constexpr size_t kReducedListed = 256;
+
+size_t reduced_count(const PairwiseRail& rail, uint64_t pair_bytes) {
+  size_t count = 0;
+  for (const auto* bytes : {&rail.one_way_bytes, &rail.both_ways_bytes})
+    for (size_t a = 0; a < bytes->size(); ++a)
+      for (size_t b = 0; b < (*bytes)[a].size(); ++b)
+        count += a != b && (*bytes)[a][b] > 0 && (*bytes)[a][b] < pair_bytes ? 1 : 0;
+  return count;
+}
+
 json reduced_json(const PairwiseRail& rail, uint64_t pair_bytes) {
   json out = json::array();
   for (const auto& [bytes, both] :
        {std::pair{&rail.one_way_bytes, false}, std::pair{&rail.both_ways_bytes, true}})
     for (size_t a = 0; a < bytes->size(); ++a)
       for (size_t b = 0; b < (*bytes)[a].size(); ++b)
-        if (a != b && (*bytes)[a][b] > 0 && (*bytes)[a][b] < pair_bytes)
+        if (a != b && (*bytes)[a][b] > 0 && (*bytes)[a][b] < pair_bytes &&
+            out.size() < kReducedListed)
           out.push_back({{"from", rail.hosts[a]},
                          {"to", rail.hosts[b]},
                          {"both_ways", both},
@@ -269,21 +273,30 @@ json pairwise_json(const PairwiseRecord& record) {
       if (unflagged_suspect(c)) transient.push_back(transient_text(record, rail, c));
       if (c.capped) unconfirmed.push_back(capped_text(record, rail, c));
     }
-    rails.push_back({{"rail", rail.rail},
-                     {"hosts", rail.hosts},
-                     {"world_ranks", rail.world_ranks},
-                     {"nics", rail.nics},
-                     {"one_way_gbps", matrix_json(rail.one_way)},
-                     {"both_ways_gbps", matrix_json(rail.both_ways)},
-                     {"reduced", reduced_json(rail, record.pair_bytes)},
-                     {"spread",
-                      {{"one_way", spread_json(rail.spread_one_way)},
-                       {"both_ways", spread_json(rail.spread_both_ways)}}},
-                     {"confirmations", confirmations},
-                     {"bad_links", links},
-                     {"transient", transient},
-                     {"unconfirmed", unconfirmed},
-                     {"note", rail.judged_one_way.note}});
+    rails.push_back(
+        {{"rail", rail.rail},
+         {"hosts", rail.hosts},
+         {"world_ranks", rail.world_ranks},
+         {"nics", rail.nics},
+         {"one_way_gbps", report_matrix(rail.one_way)},
+         {"both_ways_gbps", report_matrix(rail.both_ways)},
+         // Where the matrices are null, they are in the trace (pair_matrix_json.h).
+         {"matrices_in_trace", rail.hosts.size() > kNodesInReportMatrix
+                                   ? json("pairwise/rail" + std::to_string(rail.rail) + "/")
+                                   : json()},
+         {"one_way", matrix_summary(rail.one_way, rail.hosts)},
+         {"both_ways", matrix_summary(rail.both_ways, rail.hosts)},
+         {"reduced", reduced_json(rail, record.pair_bytes)},
+         {"reduced_more", reduced_count(rail, record.pair_bytes) -
+                              std::min(kReducedListed, reduced_count(rail, record.pair_bytes))},
+         {"spread",
+          {{"one_way", spread_json(rail.spread_one_way)},
+           {"both_ways", spread_json(rail.spread_both_ways)}}},
+         {"confirmations", confirmations},
+         {"bad_links", links},
+         {"transient", transient},
+         {"unconfirmed", unconfirmed},
+         {"note", rail.judged_one_way.note}});
   }
   return {{"pair_bytes", record.pair_bytes},
           {"pair_iters", record.pair_iters},

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <limits>
 
 #include <unistd.h>
 
@@ -240,6 +241,21 @@ SweepConfig resolve_sizes(SweepConfig cfg, const TrainConfig& train, const World
   return cfg;
 }
 
+// The whole matrices go to the trace (rank 0's record; the others make the same datasets): the
+// report keeps them only for small rails.
+void add_pairwise_trace(RunTrace& trace, const PairwiseRecord& record) {
+  trace.has_pairwise = true;
+  const auto flat = [](const PairMatrix& m) {
+    std::vector<double> out;
+    for (const auto& row : m)
+      for (double v : row) out.push_back(v < 0 ? std::numeric_limits<double>::quiet_NaN() : v);
+    return out;
+  };
+  for (const PairwiseRail& rail : record.rails)
+    trace.pairwise.push_back(
+        {rail.rail, uint64_t(rail.hosts.size()), flat(rail.one_way), flat(rail.both_ways)});
+}
+
 // The largest row must fit in this host's memory with every rank of the host holding its own, as
 // train checks its model (90% of MemAvailable usable); found before the first row.
 void check_sweep_memory(const SweepConfig& cfg, const TrainConfig& train, const World& world,
@@ -310,14 +326,15 @@ json sweep_stage(const Invocation& inv, const SweepConfig& given, const TrainCon
   // Before the sweep: the tables it prints as it goes name every rank's device.
   const HostGpuFacts gpus = gather_gpu_facts(world, backends);
   record.devices = gather_devices(world, backends, gpus);
-  if (cfg.mode == "pairwise")
+  if (cfg.mode == "pairwise") {
     record.pairwise =
         run_pairwise(cfg, world, *backends.comm,
                      train.test.sysfs_root_rank == world.rank && !train.test.sysfs_root.empty()
                          ? train.test.sysfs_root
                          : "/sys",
                      backends.placement ? backends.placement->numa_node : -1);
-  else
+    add_pairwise_trace(trace, *record.pairwise);
+  } else
     record.groups = run_collectives(cfg, world, *backends.comm, trace, record.devices);
   json communicators = gather_comm_times(world, backends.comm->name());
   if (world.rank == 0) {

@@ -466,3 +466,31 @@ TEST(AcceptGate, AStragglerNeedsThreeRanksToCompareAgainst) {
 }
 
 }  // namespace
+
+namespace {
+
+// A rail too large for its matrix in the report: gate.min_pair_gbps reads its slowest pairs.
+TEST(AcceptGate, TheSlowestPairOfALargeRailIsReadFromItsSummary) {
+  tp::AcceptConfig c = gated({kMinPair});
+  json hosts = json::array();
+  for (int i = 0; i < 512; ++i) {
+    std::string host = "n";  // "n" + std::to_string trips GCC 12's -Wrestrict
+    host += std::to_string(1000 + i);
+    hosts.push_back(host);
+  }
+  const json rail = {{"hosts", hosts},
+                     {"one_way_gbps", nullptr},
+                     {"matrices_in_trace", "pairwise/rail0/"},
+                     {"one_way",
+                      {{"slowest",
+                        {{{"from", "n1007"}, {"to", "n1042"}, {"gbps", 4.0}},
+                         {{"from", "n1001"}, {"to", "n1002"}, {"gbps", 9.0}}}}}}};
+  const json report = {{"sweep", {{"pairwise", {{"rails", {rail}}}}}}};
+  const json checks = tp::judge_thresholds(c, report, {{"pairwise", 1}});
+  const json& pair = named(checks, "min_pair_gbps");
+  EXPECT_EQ(pair["value"], 4.0);
+  EXPECT_EQ(pair["status"], "fail");
+  EXPECT_THAT(pair["reason"].get<std::string>(), StartsWith("nodes n1007 to n1042: "));
+}
+
+}  // namespace

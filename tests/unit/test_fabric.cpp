@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -168,6 +169,67 @@ TEST(PairTimeBound, OnlyAPairFarSlowerThanTheFastestMovesFewerBytes) {
   // No pair estimated anywhere (every rank idle): nothing to bound against.
   EXPECT_EQ(tp::time_bounded_count(full, floor, 1.0, std::numeric_limits<double>::infinity(), 2.0),
             full);
+}
+
+}  // namespace
+
+namespace {
+
+// The rule judge_pairs documents, written the slow way: a fresh median per node and per pair.
+double brute_median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+std::vector<std::pair<int, int>> brute_links(const tp::PairMatrix& m, double flag) {
+  const int n = int(m.size());
+  std::vector<bool> flagged(size_t(n), false);
+  for (const tp::NodeFlag& f : tp::judge_pairs(m, flag, 0.5).nodes) flagged[size_t(f.node)] = true;
+  std::vector<std::pair<int, int>> links;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b || m[size_t(a)][size_t(b)] < 0 || flagged[size_t(a)] || flagged[size_t(b)])
+        continue;
+      std::vector<double> others, but_this;
+      for (int x = 0; x < n; ++x)
+        for (int y = 0; y < n; ++y) {
+          if (x == y || m[size_t(x)][size_t(y)] < 0) continue;
+          if (x != a && x != b && y != a && y != b) others.push_back(m[size_t(x)][size_t(y)]);
+          if (!(x == a && y == b)) but_this.push_back(m[size_t(x)][size_t(y)]);
+        }
+      const double reference = brute_median(others.empty() ? but_this : others);
+      if (reference > 0 && m[size_t(a)][size_t(b)] < flag * reference) links.push_back({a, b});
+    }
+  return links;
+}
+
+// The fast medians give the slow rule's answer on random matrices with ties and gaps.
+TEST(PairJudgement, TheFastMediansAgreeWithTheRuleOnRandomMatrices) {
+  uint64_t state = 12345;
+  const auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return int((state >> 33) % 20);
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 3 + trial % 12;
+    tp::PairMatrix m(size_t(n), std::vector<double>(size_t(n), -1));
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b)
+        if (a != b && next() != 0) m[size_t(a)][size_t(b)] = 1 + next();  // ties, and gaps
+    const tp::PairJudgement fast = tp::judge_pairs(m, 0.8, 0.5);
+    std::vector<std::pair<int, int>> links;
+    for (const tp::LinkFlag& l : fast.links) links.push_back({l.from, l.to});
+    EXPECT_EQ(links, brute_links(m, 0.8)) << "trial " << trial << ", " << n << " nodes";
+    for (const tp::NodeFlag& f : fast.nodes) {
+      std::vector<double> others;
+      for (int x = 0; x < n; ++x)
+        for (int y = 0; y < n; ++y)
+          if (x != y && x != f.node && y != f.node && m[size_t(x)][size_t(y)] >= 0)
+            others.push_back(m[size_t(x)][size_t(y)]);
+      EXPECT_DOUBLE_EQ(f.reference_gbps, brute_median(others)) << "trial " << trial;
+    }
+  }
 }
 
 }  // namespace

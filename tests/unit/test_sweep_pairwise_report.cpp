@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "app/report/pair_matrix_text.h"
+#include "app/stages/pair_matrix_json.h"
 #include "app/stages/sweep_confirm.h"
 #include "app/stages/sweep_pairwise_report.h"
 #include "app/stages/sweep_report.h"
@@ -431,6 +433,57 @@ TEST(PairwiseCaps, AFlagWithoutItsSecondTrialStandsOnItsFirst) {
   EXPECT_EQ(flagged, 2);
   EXPECT_EQ(tp::pairwise_json(p)["rails"][0]["confirmations"][1]["again_capped"].is_boolean(),
             true);
+}
+
+}  // namespace
+
+namespace {
+
+// A rail of `nodes` nodes at 10 GB/s but one pair at 1.
+tp::PairwiseRecord large_rail(int nodes) {
+  tp::PairwiseRecord p;
+  p.pair_bytes = 1 << 20;
+  tp::PairwiseRail rail;
+  rail.rail = 3;
+  for (int i = 0; i < nodes; ++i) {
+    rail.hosts.push_back(std::to_string(1000 + i));  // "node-" + would trip GCC 12's -Wrestrict
+    rail.world_ranks.push_back(i);
+  }
+  rail.one_way.assign(size_t(nodes), std::vector<double>(size_t(nodes), 10.0));
+  for (int i = 0; i < nodes; ++i) rail.one_way[size_t(i)][size_t(i)] = -1;
+  rail.one_way[7][42] = 1.0;
+  rail.both_ways = rail.one_way;
+  p.rails.push_back(std::move(rail));
+  return p;
+}
+
+// Above 64 nodes the report keeps each node's medians and the slowest pairs; the matrices go to
+// the trace. At 512 nodes a rail's JSON stays small, and the gate still finds the slowest pair.
+TEST(PairwiseReportSize, ALargeRailKeepsSummariesAndTheSlowestPairsNotItsMatrix) {
+  const nlohmann::json small = tp::pairwise_json(large_rail(64))["rails"][0];
+  EXPECT_TRUE(small["one_way_gbps"].is_array()) << "64 nodes: the whole matrix";
+  EXPECT_TRUE(small["matrices_in_trace"].is_null());
+  const nlohmann::json rail = tp::pairwise_json(large_rail(512))["rails"][0];
+  EXPECT_TRUE(rail["one_way_gbps"].is_null());
+  EXPECT_TRUE(rail["both_ways_gbps"].is_null());
+  EXPECT_EQ(rail["matrices_in_trace"], "pairwise/rail3/");
+  const nlohmann::json& one_way = rail["one_way"];
+  EXPECT_EQ(one_way["pairs"], 512 * 511);
+  EXPECT_EQ(one_way["median_gbps"], 10.0);
+  ASSERT_EQ(one_way["slowest"].size(), tp::kSlowestPairsKept);
+  EXPECT_EQ(one_way["slowest"][0],
+            (nlohmann::json{{"from", "1007"}, {"to", "1042"}, {"gbps", 1.0}}));
+  ASSERT_EQ(one_way["nodes"].size(), 512u);
+  EXPECT_EQ(one_way["nodes"][7]["send_median_gbps"], 10.0);
+  EXPECT_LT(rail.dump().size(), 200000u) << "about 40 bytes a node, not 10 bytes a pair";
+  // The text lists the slowest pairs from the summary and says where the matrix is.
+  const std::string text =
+      tp::slowest_pairs_text(rail["hosts"], one_way, "rail 3", rail["matrices_in_trace"]);
+  EXPECT_NE(text.find("rail 3, 512 nodes (261632 pairs measured): median 10.000 GB/s; the 10 "
+                      "slowest (the whole matrix is in the trace, pairwise/rail3/)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1007 -> 1042      1.000 GB/s"), std::string::npos) << text;
 }
 
 }  // namespace
