@@ -64,6 +64,13 @@ class MedianWithout {
         },
         left(a, b));
   }
+  // A ceiling over the median of any subset that leaves out at most `left_out` pairs: a subset's
+  // k-th smallest is at most the whole's (k + left_out)-th, and its median is at most its
+  // (pairs / 2)-th. -1 when there are no pairs.
+  double ceiling_of_median_without(size_t left_out) const {
+    if (all_.empty()) return -1;
+    return all_[std::min(all_.size() - 1, all_.size() / 2 + left_out)];
+  }
   // The median of every pair but (a, b).
   double without_pair(int a, int b) const {
     const double gone = pair(a, b);
@@ -143,10 +150,14 @@ PairJudgement judge_pairs(const PairMatrix& m, double flag_fraction, double fail
       flagged[size_t(node)] = true;
     }
   }
+  // A pair at or above the line drawn over every possible reference cannot be a link flag, so its
+  // own median is never worked out: on a healthy fabric, almost every pair.
+  const double ceiling = medians.ceiling_of_median_without(4 * size_t(n - 1));
   for (int a = 0; a < n; ++a)
     for (int b = 0; b < n; ++b) {
       if (a == b || m[size_t(a)][size_t(b)] < 0 || flagged[size_t(a)] || flagged[size_t(b)])
         continue;
+      if (ceiling > 0 && m[size_t(a)][size_t(b)] >= flag_fraction * ceiling) continue;
       // The pairs of neither node; at 3 nodes there are none, so the pairs other than this one.
       double reference = medians.without_nodes(a, b);
       if (reference < 0) reference = medians.without_pair(a, b);
