@@ -8,7 +8,7 @@ SWEEP_ITERS = 10
 START_UNIX = 1796212000.0
 
 
-def write_trace(path, shape, report, trace, rng):
+def write_trace(path, shape, report, trace, rng, pairwise=None):
     t = trace["t"]
     with h5py.File(path, "w") as f:
         context = report["context"]
@@ -27,6 +27,9 @@ def write_trace(path, shape, report, trace, rng):
         write_checkpoints(f, report["checkpoint"]["saves"], trace["rank_gbps"], rng)
         write_sweep(f, shape, trace["rows"], rng)
         write_drill(f, report["drill"]["failures"])
+        for rail, matrices in (pairwise or {}).items():
+            for key, matrix in zip(("one_way_gbps", "both_ways_gbps"), matrices):
+                f[f"pairwise/rail{rail}/{key}"] = np.array(matrix, dtype=float)
 
 
 def write_checkpoints(f, saves, rank_gbps, rng):
