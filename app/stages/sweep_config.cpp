@@ -36,7 +36,8 @@ SweepPlan plan_from(const po::variables_map& vm) {
   // 0 (auto) is set when the stage knows the world size; until then every check takes the most
   // it can become.
   plan.max_bytes = uint64_t(bounded<int64_t>(vm, "sweep.max_bytes", 0, kMaxSweepBytes, "bytes"));
-  if (plan.max_bytes == 0) plan.max_bytes = uint64_t(kMaxSweepBytes);
+  const bool grows = plan.max_bytes == 0;
+  if (grows) plan.max_bytes = uint64_t(kMaxSweepBytes);
   if (plan.min_bytes > plan.max_bytes)
     throw UsageError("sweep.min_bytes=" + std::to_string(plan.min_bytes) +
                      " is larger than sweep.max_bytes=" + std::to_string(plan.max_bytes));
@@ -47,11 +48,13 @@ SweepPlan plan_from(const po::variables_map& vm) {
   // forever): the number of sizes is bounded.
   if (sweep_sizes(plan.min_bytes, plan.max_bytes, plan.factor, sweep_type_bytes(plan.type)).size() >
       kMaxSweepSizes)
-    throw UsageError("sweep.factor=" + exact_number(plan.factor) +
-                     " from sweep.min_bytes=" + std::to_string(plan.min_bytes) +
-                     " to sweep.max_bytes=" + std::to_string(plan.max_bytes) + " gives more than " +
-                     std::to_string(kMaxSweepSizes) +
-                     " sizes per operation; use a larger factor or a narrower range");
+    throw UsageError(
+        "sweep.factor=" + exact_number(plan.factor) +
+        " from sweep.min_bytes=" + std::to_string(plan.min_bytes) + " to sweep.max_bytes=" +
+        (grows ? "0 (growing with the ranks to at most " + std::to_string(plan.max_bytes) + ")"
+               : std::to_string(plan.max_bytes)) +
+        " gives more than " + std::to_string(kMaxSweepSizes) +
+        " sizes per operation; use a larger factor or a narrower range");
   plan.iters = int(bounded<int64_t>(vm, "sweep.iters", 1, 1000000, "timed iterations"));
   plan.warmup = int(bounded<int64_t>(vm, "sweep.warmup", 0, 1000000, "warm-up iterations"));
   plan.corrupt_rank = vm["test.corrupt_sweep_rank"].as<int>();
