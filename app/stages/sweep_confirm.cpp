@@ -194,6 +194,10 @@ size_t trials_left(const PairwiseRecord& record, size_t already) {
   return most > already ? most - already : 0;
 }
 
+size_t first_trials_allowed(const PairwiseRecord& record) {
+  return (trials_left(record, 0) + 1) / 2;
+}
+
 std::vector<PairTrial> plan_confirmations(PairwiseRecord& record, uint64_t floor_bytes,
                                           size_t max_trials) {
   Planner planner{record, floor_bytes};

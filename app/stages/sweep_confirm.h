@@ -37,5 +37,8 @@ void record_second_trials(PairwiseRecord& record, const std::vector<TrialTransfe
 
 // How many trials the caps leave: sweep.confirm_max less `already` run.
 size_t trials_left(const PairwiseRecord& record, size_t already);
+// How many first trials the cap allows: half of sweep.confirm_max (rounded up), so a flag's
+// second trial, whose milder outcome decides, is never crowded out by more suspects.
+size_t first_trials_allowed(const PairwiseRecord& record);
 
 }  // namespace tp

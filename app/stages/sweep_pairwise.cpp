@@ -264,7 +264,7 @@ void confirm_suspects(PairwiseRecord& record, const SweepConfig& cfg, const Worl
   const double until_s = steady_seconds() + cfg.confirm_share * record.first_pass_seconds;
   std::string text;
   if (world.rank == 0)
-    text = trials_text(plan_confirmations(record, plan.floor_bytes, trials_left(record, 0)));
+    text = trials_text(plan_confirmations(record, plan.floor_bytes, first_trials_allowed(record)));
   int64_t beats = int64_t(rounds);
   const TrialsRun first =
       run_trials(text, world, collective, plan, record.confirm_iters, until_s, beats);

@@ -366,8 +366,13 @@ TEST(PairwiseCaps, ACountCapMeasuresTheWorstSuspectAndNamesTheRestUnconfirmed) {
   // n3's send direction at 0.3% of the median, its receive at 0.5%: the send is measured.
   p.rails[0].one_way[2] = {0.003, 0.003, -1};
   p.rails[0].judged_one_way = tp::judge_pairs(p.rails[0].one_way, 0.8, 0.5);
-  p.confirm_max = 1;
-  const auto trials = tp::plan_confirmations(p, 1 << 16, tp::trials_left(p, 0));
+  for (const auto& [most, first] : {std::pair{64, 32u}, std::pair{3, 2u}, std::pair{0, 0u}}) {
+    p.confirm_max = most;
+    EXPECT_EQ(tp::first_trials_allowed(p), first) << "half of sweep.confirm_max, rounded up";
+  }
+  p.confirm_max = 2;  // one first trial, one left for a second
+  EXPECT_EQ(tp::first_trials_allowed(p), 1u);
+  const auto trials = tp::plan_confirmations(p, 1 << 16, tp::first_trials_allowed(p));
   ASSERT_EQ(trials.size(), 1u);
   EXPECT_EQ(trials[0].suspect, (tp::RankPair{2, 0})) << "the worst first";
   tp::record_confirmations(p, measured(trials, 0.004), kLines);
@@ -382,7 +387,7 @@ TEST(PairwiseCaps, ACountCapMeasuresTheWorstSuspectAndNamesTheRestUnconfirmed) {
   ASSERT_EQ(json["rails"][0]["unconfirmed"].size(), 1u);
   const std::string text = json["rails"][0]["unconfirmed"][0];
   EXPECT_NE(text.find("n3: receive direction"), std::string::npos) << text;
-  EXPECT_NE(text.find("not measured again: the trials' cap was spent (sweep.confirm_max=1"),
+  EXPECT_NE(text.find("not measured again: the trials' cap was spent (sweep.confirm_max=2"),
             std::string::npos)
       << text;
   EXPECT_TRUE(json["rails"][0]["transient"].empty()) << "unconfirmed is not transient";
