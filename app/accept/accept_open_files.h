@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/open_files.h"
+#include "app/accept/open_files.h"
 #include "mpi/collective.h"
 #include "mpi/world.h"
 

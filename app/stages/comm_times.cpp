@@ -9,17 +9,12 @@
 
 #include "common/sysinfo.h"
 #include "mpi/check.h"
+#include "mpi/collective_ledger.h"
 
 namespace tp {
 namespace {
 
 using nlohmann::json;
-
-const char* op_label(int op) {
-  static constexpr const char* kNames[] = {"allreduce", "allgather", "reducescatter",
-                                           "broadcast", "alltoall",  "sendrecv"};
-  return kNames[op];
-}
 
 // min, p50 and max of `slot` over the ranks that timed it, with the slowest rank and its host;
 // null when none did.
@@ -68,8 +63,8 @@ json comm_times_json(const std::vector<CommTimeRow>& by_rank,
     for (int op = 0; op < kCommOps; ++op) {
       json f = spread_of(by_rank, size_t(first_slot(kind, CollectiveOp(op))), host_of_rank);
       json s = spread_of(by_rank, size_t(steady_slot(kind, CollectiveOp(op))), host_of_rank);
-      if (!f.is_null()) first[op_label(op)] = std::move(f);
-      if (!s.is_null()) steady[op_label(op)] = std::move(s);
+      if (!f.is_null()) first[op_name(CollectiveOp(op))] = std::move(f);
+      if (!s.is_null()) steady[op_name(CollectiveOp(op))] = std::move(s);
     }
     json set_up = spread_of(by_rank, size_t(set_up_slot(kind)), host_of_rank);
     if (set_up.is_null() && first.empty()) continue;

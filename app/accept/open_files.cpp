@@ -1,4 +1,4 @@
-#include "common/open_files.h"
+#include "app/accept/open_files.h"
 
 #include <sys/resource.h>
 
